@@ -1,0 +1,42 @@
+"""The project's error types.
+
+Every failure that bad input can cause surfaces as a subclass of :class:`RmqStoreError`,
+so callers (and the fuzz tests) can rely on one ``except`` clause: garbage bytes never
+escape as a bare ``IndexError`` or ``struct.error``.
+"""
+
+__all__ = [
+    "RmqStoreError",
+    "CorruptRecordError",
+    "LayoutError",
+    "StoreError",
+    "StoreStateError",
+]
+
+
+class RmqStoreError(Exception):
+    """Base class of every error raised by rmqstore."""
+
+
+class LayoutError(RmqStoreError, ValueError):
+    """A value does not fit the on-disk layout (too long, out of range, wrong type)."""
+
+
+class CorruptRecordError(RmqStoreError, ValueError):
+    """Bytes that should hold a record do not (bad magic, impossible size, truncated).
+
+    ``offset`` is the position (file-relative or physical, as the raiser says) where the
+    problem was seen, or ``None`` when unknown.
+    """
+
+    def __init__(self, message: str, offset: int | None = None):
+        super().__init__(message if offset is None else f"{message} (at offset {offset})")
+        self.offset = offset
+
+
+class StoreError(RmqStoreError):
+    """A store directory cannot be used as asked (missing files, wrong sizes, ...)."""
+
+
+class StoreStateError(StoreError):
+    """The store is not in a state that allows the operation (shut down, read-only, ...)."""

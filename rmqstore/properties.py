@@ -1,0 +1,127 @@
+"""Message properties: the ``name\\x01value\\x02...`` string and Java's hashing.
+
+RocketMQ keeps a message's properties in a ``java.util.HashMap`` and serialises it in
+that map's iteration order.  The store re-serialises the map in one place -- the delay
+rewrite, which adds REAL_TOPIC and REAL_QID -- so to write the same bytes as RocketMQ we
+must reproduce HashMap iteration order: entries sorted by bucket
+``(h ^ (h >>> 16)) & (capacity - 1)`` of the key's Java ``hashCode``, ties in insertion
+order (resizes split buckets without reordering), with the capacity grown from 16 by
+doubling whenever the size exceeds three quarters of it.  :class:`JavaHashMap` is a
+``dict`` that iterates that way.
+
+Tags codes (consume-queue units) and index key hashes are Java ``String.hashCode``
+values over UTF-16 code units; :func:`java_string_hash` computes them.
+"""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = [
+    "NAME_VALUE_SEPARATOR",
+    "PROPERTY_SEPARATOR",
+    "properties_to_string",
+    "string_to_properties",
+    "java_string_hash",
+    "JavaHashMap",
+    "KEYS", "TAGS", "WAIT", "DELAY", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP",
+    "UNIQ_KEY", "CLUSTER", "TRAN_PREPARED_QUEUE_OFFSET", "KEY_SEPARATOR",
+]
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+# MessageConst property names used by the store
+KEYS = "KEYS"
+TAGS = "TAGS"
+WAIT = "WAIT"
+DELAY = "DELAY"
+REAL_TOPIC = "REAL_TOPIC"
+REAL_QID = "REAL_QID"
+TRAN_MSG = "TRAN_MSG"
+PGROUP = "PGROUP"
+UNIQ_KEY = "UNIQ_KEY"
+CLUSTER = "CLUSTER"
+TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+KEY_SEPARATOR = " "
+
+
+def java_string_hash(s: str) -> int:
+    """Java's ``String.hashCode()`` (over UTF-16 code units), as a signed 32-bit int."""
+    if s.isascii():
+        units = s.encode("ascii")
+    else:
+        raw = s.encode("utf-16-be", "surrogatepass")
+        units = struct.unpack(f">{len(raw) // 2}H", raw)
+    h = 0
+    for c in units:
+        h = (31 * h + c) & 0xFFFFFFFF
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def _spread(key: str) -> int:
+    h = java_string_hash(key) & 0xFFFFFFFF
+    return h ^ (h >> 16)
+
+
+class JavaHashMap(dict):
+    """A ``dict`` whose iteration order is ``java.util.HashMap<String, String>``'s.
+
+    Insertion order is remembered (for ties inside one bucket); the capacity follows
+    HashMap's growth rule and never shrinks on removal, as in Java.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self._capacity = 16
+        self.update(*args, **kwargs)
+
+    def __setitem__(self, key, value):
+        new = key not in self
+        super().__setitem__(key, value)
+        if new and len(self) > self._capacity * 3 // 4:
+            self._capacity *= 2
+
+    def update(self, *args, **kwargs):
+        for k, v in dict(*args, **kwargs).items():
+            self[k] = v
+
+    def java_order(self) -> list[str]:
+        mask = self._capacity - 1
+        keys = list(super().__iter__())
+        return sorted(keys, key=lambda k: _spread(k) & mask)  # stable: ties keep insertion order
+
+
+def properties_to_string(props) -> str:
+    """``MessageDecoder.messageProperties2String``: ``k\\x01v\\x02...`` without the last ``\\x02``.
+
+    A :class:`JavaHashMap` is written in Java's iteration order, any other mapping in its
+    own order. ``None`` values are skipped; ``None`` or an empty map gives ``""``.
+    """
+    if not props:
+        return ""
+    keys = props.java_order() if isinstance(props, JavaHashMap) else list(props)
+    parts = []
+    for k in keys:
+        v = props[k]
+        if v is not None:
+            parts.append(f"{k}{NAME_VALUE_SEPARATOR}{v}")
+    return PROPERTY_SEPARATOR.join(parts)
+
+
+def string_to_properties(s: str | None) -> JavaHashMap:
+    """``MessageDecoder.string2messageProperties``: parse, skipping malformed segments.
+
+    A segment shorter than 3 characters, or whose first ``\\x01`` is at its start or end,
+    is ignored; a later duplicate key overwrites an earlier one (keeping its position).
+    """
+    result = JavaHashMap()
+    if not s:
+        return result
+    for segment in s.split(PROPERTY_SEPARATOR):
+        if len(segment) < 3:
+            continue
+        i = segment.find(NAME_VALUE_SEPARATOR)
+        if 0 < i < len(segment) - 1:
+            result[segment[:i]] = segment[i + 1:]
+    return result

@@ -1,0 +1,272 @@
+"""Encode and decode commitlog records -- a pure codec driven by :mod:`rmqstore.layout`.
+
+Nothing here touches a file, a clock or a thread: functions take ``bytes``,
+``bytearray``, ``memoryview`` or ``mmap`` objects and return values.  The engine, the
+CLI, the widgets and the Spark readers all sit on top of this module.
+
+The hard part of decoding is that the bytes may be anything: a torn write, a blank
+tail, stale data from a reused buffer, a record of another version.  :func:`decode_record`
+therefore checks every length against the buffer and the declared total size *before*
+slicing, and turns every inconsistency into a :class:`~rmqstore.errors.CorruptRecordError`
+naming the offset -- never an ``IndexError`` or ``struct.error``.
+
+The hard part of encoding is speed: the put path encodes outside the put lock (like
+RocketMQ's ``MessageExtEncoder``) and patches only the three values that the lock
+decides -- queue offset, physical offset, store timestamp -- at positions the layout
+table gives (:data:`~rmqstore.layout.QUEUE_OFFSET_POSITION` and friends).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+from collections import namedtuple
+from typing import NamedTuple
+
+from .crc import crc32
+from .errors import CorruptRecordError, LayoutError
+from .layout import (
+    BLANK_MAGIC_CODE,
+    BLANK_RECORD,
+    MESSAGE_FIELDS,
+    MESSAGE_MAGIC_CODE,
+    MESSAGE_MAGIC_CODE_V2,
+    message_field_spans,
+    message_header_struct,
+)
+from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+
+__all__ = [
+    "Address",
+    "MessageRecord",
+    "BlankRecord",
+    "encode_message",
+    "decode_record",
+    "decode_message",
+    "record_field_spans",
+    "create_message_id",
+    "decode_message_id",
+    "MAX_TOPIC_BYTES_V1",
+]
+
+MAX_TOPIC_BYTES_V1 = 127  # the V1 topic length is one *signed* byte
+
+
+class Address(NamedTuple):
+    """A socket address as stored: raw IP bytes (4 or 16) and a port."""
+
+    ip: bytes
+    port: int
+
+    @property
+    def is_v6(self) -> bool:
+        return len(self.ip) == 16
+
+    @property
+    def host(self) -> str:
+        return str(ipaddress.ip_address(self.ip))
+
+    def __str__(self) -> str:
+        host = self.host
+        return f"[{host}]:{self.port}" if self.is_v6 else f"{host}:{self.port}"
+
+    @property
+    def packed(self) -> bytes:
+        return self.ip + struct.pack(">i", self.port)
+
+    @classmethod
+    def parse(cls, text: "str | Address | tuple") -> "Address":
+        """Parse ``"1.2.3.4:5"``, ``"[::1]:5"`` or ``("1.2.3.4", 5)``.
+
+        An IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) becomes IPv4, as Java's
+        ``InetAddress`` does.
+        """
+        if isinstance(text, Address):
+            return text
+        if isinstance(text, tuple):
+            host, port = text
+        else:
+            if not isinstance(text, str):
+                raise LayoutError(f"an address must be 'host:port', got {type(text).__name__}")
+            host, sep, port = text.rpartition(":")
+            if not sep:
+                raise LayoutError(f"address {text!r} has no ':port'")
+            host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+        if isinstance(host, (bytes, bytearray)):
+            ip = bytes(host)
+            if len(ip) not in (4, 16):
+                raise LayoutError(f"an IP address has 4 or 16 bytes, got {len(ip)}")
+        else:
+            try:
+                addr = ipaddress.ip_address(host)
+            except ValueError as exc:
+                raise LayoutError(f"bad IP address {host!r}") from exc
+            if addr.version == 6 and addr.ipv4_mapped is not None:
+                addr = addr.ipv4_mapped
+            ip = addr.packed
+        try:
+            port = int(port)
+        except (TypeError, ValueError) as exc:
+            raise LayoutError(f"bad port {port!r}") from exc
+        if not -2**31 <= port < 2**31:
+            raise LayoutError(f"port {port} does not fit in an int")
+        return cls(ip, port)
+
+
+#: one decoded message record; field names come from the layout table
+MessageRecord = namedtuple("MessageRecord", [f.name for f in MESSAGE_FIELDS])
+MessageRecord.__doc__ = "A decoded commitlog message record (fields as in layout.MESSAGE_FIELDS)."
+
+BlankRecord = BLANK_RECORD.tuple_type
+
+_STORE_V6 = STOREHOSTADDRESS_V6_FLAG
+_BORN_V6 = BORNHOST_V6_FLAG
+_I8 = struct.Struct(">b")
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_MAGIC = struct.Struct(">ii")
+
+
+def encode_message(*, queue_id: int, flag: int, queue_offset: int, physical_offset: int,
+                   sys_flag: int, born_timestamp: int, born_host: Address,
+                   store_timestamp: int, store_host: Address, reconsume_times: int,
+                   prepared_transaction_offset: int, body: bytes, topic: str | bytes,
+                   properties: str | bytes, body_crc: int | None = None,
+                   magic_code: int = MESSAGE_MAGIC_CODE) -> bytes:
+    """Encode one record. ``sys_flag``'s host bits are set from the hosts given.
+
+    ``topic``/``properties`` may be given already UTF-8 encoded.  Raises
+    :class:`LayoutError` when a value does not fit the layout.
+    """
+    topic_b = topic.encode("utf-8") if isinstance(topic, str) else bytes(topic)
+    props_b = properties.encode("utf-8") if isinstance(properties, str) else bytes(properties or b"")
+    v2 = magic_code == MESSAGE_MAGIC_CODE_V2
+    if magic_code not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+        raise LayoutError(f"unknown magic code {magic_code:#x}")
+    if len(topic_b) > (32767 if v2 else MAX_TOPIC_BYTES_V1):
+        raise LayoutError(f"topic is {len(topic_b)} UTF-8 bytes; a {'V2' if v2 else 'V1'} record holds at most "
+                          f"{32767 if v2 else MAX_TOPIC_BYTES_V1}")
+    if len(props_b) > 32767:
+        raise LayoutError(f"properties are {len(props_b)} UTF-8 bytes; at most 32767 fit")
+    born_host = Address.parse(born_host)
+    store_host = Address.parse(store_host)
+    sys_flag = (sys_flag & ~(_BORN_V6 | _STORE_V6)) | (_BORN_V6 if born_host.is_v6 else 0) \
+        | (_STORE_V6 if store_host.is_v6 else 0)
+    body = bytes(body)
+    if body_crc is None:
+        body_crc = crc32(body)
+    header = message_header_struct(born_host.is_v6, store_host.is_v6)
+    total = header.size + len(body) + (2 if v2 else 1) + len(topic_b) + 2 + len(props_b)
+    try:
+        head = header.pack(total, magic_code, body_crc, queue_id, flag, queue_offset, physical_offset,
+                           sys_flag, born_timestamp, born_host.ip, born_host.port, store_timestamp,
+                           store_host.ip, store_host.port, reconsume_times,
+                           prepared_transaction_offset, len(body))
+    except struct.error as exc:
+        raise LayoutError(f"a record field is out of range: {exc}") from exc
+    topic_len = (_I16 if v2 else _I8).pack(len(topic_b))
+    return b"".join((head, body, topic_len, topic_b, _I16.pack(len(props_b)), props_b))
+
+
+def decode_record(buf, pos: int = 0, *, check_crc: bool = False, limit: int | None = None):
+    """Decode the record at ``buf[pos:]``: a :class:`MessageRecord` or a :class:`BlankRecord`.
+
+    ``limit`` (default ``len(buf)``) is where readable bytes end.  Raises
+    :class:`CorruptRecordError` (with ``offset=pos``) for anything that is not a whole,
+    self-consistent record -- or, with ``check_crc``, a record whose body CRC is wrong.
+    """
+    end_of_buf = len(buf) if limit is None else limit
+    if pos < 0 or pos + 8 > end_of_buf:
+        raise CorruptRecordError("fewer than 8 bytes left: no record header", pos)
+    total, magic = _MAGIC.unpack_from(buf, pos)
+    if magic == BLANK_MAGIC_CODE:
+        if total < 8 or pos + total > len(buf):
+            raise CorruptRecordError(f"blank record declares {total} bytes", pos)
+        return BlankRecord(total, magic)
+    if magic == MESSAGE_MAGIC_CODE:
+        topic_len_size = 1
+    elif magic == MESSAGE_MAGIC_CODE_V2:
+        topic_len_size = 2
+    else:
+        raise CorruptRecordError(f"bad magic code {magic & 0xFFFFFFFF:#010x}", pos)
+    return _decode_message(buf, pos, total, magic, topic_len_size, end_of_buf, check_crc)
+
+
+def decode_message(buf, pos: int = 0, *, check_crc: bool = False) -> MessageRecord:
+    """Like :func:`decode_record` but a blank record is an error too."""
+    rec = decode_record(buf, pos, check_crc=check_crc)
+    if not isinstance(rec, MessageRecord):
+        raise CorruptRecordError("expected a message record, found an END_OF_FILE blank", pos)
+    return rec
+
+
+def _decode_message(buf, pos, total, magic, topic_len_size, end_of_buf, check_crc):
+    end = pos + total
+    if total < 8 or end > end_of_buf:
+        raise CorruptRecordError(f"record declares {total} bytes but only {end_of_buf - pos} remain", pos)
+    if total < 91:
+        raise CorruptRecordError(f"record declares {total} bytes, shorter than any record", pos)
+    sys_flag = _I32.unpack_from(buf, pos + 36)[0]
+    header = message_header_struct(bool(sys_flag & _BORN_V6), bool(sys_flag & _STORE_V6))
+    if header.size + topic_len_size + 2 > total:
+        raise CorruptRecordError(f"record declares {total} bytes, too short for its header", pos)
+    (_, _, body_crc, queue_id, flag, queue_offset, physical_offset, _, born_ts, born_ip, born_port,
+     store_ts, store_ip, store_port, reconsume, prepared, body_len) = header.unpack_from(buf, pos)
+    p = pos + header.size
+    if body_len < 0 or p + body_len + topic_len_size + 2 > end:
+        raise CorruptRecordError(f"body length {body_len} overruns the record", pos)
+    body = bytes(buf[p:p + body_len])
+    p += body_len
+    if topic_len_size == 1:
+        topic_len = _I8.unpack_from(buf, p)[0]
+    else:
+        topic_len = _I16.unpack_from(buf, p)[0]
+    p += topic_len_size
+    if topic_len < 0 or p + topic_len + 2 > end:
+        raise CorruptRecordError(f"topic length {topic_len} overruns the record", pos)
+    topic_b = bytes(buf[p:p + topic_len])
+    p += topic_len
+    props_len = _I16.unpack_from(buf, p)[0]
+    p += 2
+    if props_len < 0 or p + props_len != end:
+        raise CorruptRecordError(
+            f"properties length {props_len} does not end the record at its declared size {total}", pos)
+    props_b = bytes(buf[p:end])
+    if check_crc and crc32(body) != body_crc:
+        raise CorruptRecordError(f"body CRC mismatch: stored {body_crc}, computed {crc32(body)}", pos)
+    try:
+        topic = topic_b.decode("utf-8")
+        properties = props_b.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorruptRecordError(f"topic or properties are not UTF-8: {exc.reason}", pos) from None
+    return MessageRecord(total, magic, body_crc, queue_id, flag, queue_offset, physical_offset,
+                         sys_flag, born_ts, Address(born_ip, born_port), store_ts,
+                         Address(store_ip, store_port), reconsume, prepared, body, topic, properties)
+
+
+def record_field_spans(record: MessageRecord, base: int = 0):
+    """Byte spans ``(name, start, end, field)`` of a decoded record (see layout)."""
+    return message_field_spans(record.sys_flag, len(record.body), len(record.topic.encode("utf-8")),
+                               len(record.properties.encode("utf-8")),
+                               2 if record.magic_code == MESSAGE_MAGIC_CODE_V2 else 1, base)
+
+
+_OFFSET = struct.Struct(">q")
+
+
+def create_message_id(store_host: Address, physical_offset: int) -> str:
+    """The offset msgId: store IP + port (int) + physical offset (long), upper-case hex."""
+    return (store_host.ip + _I32.pack(store_host.port) + _OFFSET.pack(physical_offset)).hex().upper()
+
+
+def decode_message_id(msg_id: str) -> tuple[Address, int]:
+    """Split an offset msgId (32 hex chars for IPv4, 56 for IPv6) into host and offset."""
+    if not isinstance(msg_id, str) or len(msg_id) not in (32, 56):
+        raise LayoutError(f"a msgId has 32 (IPv4) or 56 (IPv6) hex characters, got {msg_id!r}")
+    try:
+        raw = bytes.fromhex(msg_id)
+    except ValueError:
+        raise LayoutError(f"msgId {msg_id!r} is not hexadecimal") from None
+    ip_len = len(raw) - 12
+    port = _I32.unpack_from(raw, ip_len)[0]
+    return Address(raw[:ip_len], port), _OFFSET.unpack_from(raw, ip_len + 4)[0]
