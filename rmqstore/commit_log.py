@@ -1,0 +1,454 @@
+"""CommitLog: the put path -- one lock, one append position, many writers.
+
+Every message of every topic is appended to one log.  The only serialised section is
+short: under the put lock the store (1) takes the store timestamp, (2) finds the last
+mapped file or gets a new one, (3) runs ``do_append``, which decides the queue offset
+and the physical offset and copies the pre-encoded record into the file.  Everything
+that can happen outside the lock does: the body CRC, the delay-level rewrite, the
+encoding of the record (with placeholders for the three values the lock decides), and
+afterwards the flush request.
+
+END_OF_FILE.  A record is written only if it leaves at least 8 bytes behind it
+(``msgLen + 8 <= remaining``); otherwise the rest of the file becomes one blank record
+(``maxBlank`` + BLANK_MAGIC_CODE) and the put is retried once in a fresh file.  That is
+why a file can end in an 8-byte blank, and why no record ever spans two files.
+
+Where RocketMQ 4.9.8 goes wrong we do not copy it (see :data:`DIFFERENCES`): a record
+that cannot fit in any file is refused instead of being reported PUT_OK and lost, a
+topic whose UTF-8 form exceeds 127 bytes is refused instead of writing an unreadable
+record, and the bytes after a blank header are zeroed instead of leaking stale buffer
+contents.
+
+Replay.  A :class:`~rmqstore.message.Message` with ``store_timestamp`` set is a stored
+record being written again (``rmqstore load``): it keeps its topic, properties, store
+timestamp and (if given) queue offset, and gets no delay rewrite.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+import time
+
+from .crc import crc32
+from .errors import LayoutError
+from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
+                     MESSAGE_MAGIC_CODE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION,
+                     message_header_struct, store_timestamp_position)
+from .mapped_file_queue import MappedFileQueue
+from .message import Message, MessageBatch
+from .properties import DELAY, REAL_QID, REAL_TOPIC, string_to_properties, properties_to_string
+from .record import Address, MAX_TOPIC_BYTES_V1, create_message_id
+from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+from .sysflag import (BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_COMMIT_TYPE,
+                      TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
+                      TRANSACTION_ROLLBACK_TYPE)
+
+__all__ = ["CommitLog", "EncodedMessage", "EncodedBatch", "PutMessageSpinLock", "DIFFERENCES",
+           "SCHEDULE_TOPIC", "MessageEncoder"]
+
+log = logging.getLogger(__name__)
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+#: where our writer deliberately differs from Apache RocketMQ 4.9.8
+DIFFERENCES = {
+    "oversize": "A record larger than a whole commitlog file (msgLen + 8 > file size) is refused with "
+                "MESSAGE_ILLEGAL. RocketMQ reports PUT_OK, stores nothing and turns the next file into "
+                "one blank record.",
+    "utf8_topic": "A topic whose UTF-8 form exceeds 127 bytes is refused with MESSAGE_ILLEGAL. RocketMQ "
+                  "counts characters, writes the byte count into one signed byte and so writes an "
+                  "unreadable record.",
+    "blank_tail": "The bytes after a blank record's 8-byte header are zeroed. With the transient store "
+                  "pool RocketMQ commits stale bytes of an earlier file there.",
+    "topic_chars": "Topics are checked against RocketMQ's ^[%|a-zA-Z0-9_-]+$ in the store; RocketMQ "
+                   "checks them only in the broker and client.",
+}
+
+_QO_PHY = struct.Struct(">qq")
+_I64 = struct.Struct(">q")
+_BLANK = BLANK_RECORD.struct
+_STORE_TS_POS_V4 = store_timestamp_position(0)
+_STORE_TS_POS_V6 = store_timestamp_position(BORNHOST_V6_FLAG)
+_NO_QUEUE_ADVANCE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+
+
+class PutMessageSpinLock:
+    """RocketMQ's spin put lock: try, and yield the processor while another writer holds it."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+
+    def acquire(self):
+        lock = self._lock
+        while not lock.acquire(False):
+            time.sleep(0)
+        return True
+
+    def release(self):
+        self._lock.release()
+
+    __enter__ = acquire
+
+    def __exit__(self, *exc):
+        self._lock.release()
+
+
+class EncodedMessage:
+    """A record encoded outside the lock, with placeholders the lock fills in."""
+
+    __slots__ = ("data", "length", "store_ts_pos", "topic_queue_key", "tran_type", "store_host",
+                 "store_timestamp", "queue_offset", "msg")
+
+    def __init__(self, data, store_ts_pos, key, tran_type, store_host, store_timestamp, queue_offset, msg):
+        self.data = data
+        self.length = len(data)
+        self.store_ts_pos = store_ts_pos
+        self.topic_queue_key = key
+        self.tran_type = tran_type
+        self.store_host = store_host
+        self.store_timestamp = store_timestamp
+        self.queue_offset = queue_offset
+        self.msg = msg
+
+
+class EncodedBatch:
+    """A whole batch encoded as consecutive records (a batch never spans files)."""
+
+    __slots__ = ("data", "length", "lengths", "store_ts_pos", "topic_queue_key", "store_host", "msg")
+
+    def __init__(self, data, lengths, store_ts_pos, key, store_host, msg):
+        self.data = data
+        self.length = len(data)
+        self.lengths = lengths
+        self.store_ts_pos = store_ts_pos
+        self.topic_queue_key = key
+        self.store_host = store_host
+        self.msg = msg
+
+
+class MessageEncoder:
+    """Encodes messages outside the lock (RocketMQ's ``MessageExtEncoder``)."""
+
+    def __init__(self, max_message_size: int, default_store_host: Address):
+        self.max_message_size = max_message_size
+        self.max_record_size = max_message_size + 64 * 1024
+        self.default_store_host = default_store_host
+        self._addr_cache: dict = {}
+
+    def address(self, value) -> Address:
+        if value is None:
+            return self.default_store_host
+        if type(value) is Address:
+            return value
+        try:
+            return self._addr_cache[value]
+        except (KeyError, TypeError):
+            addr = Address.parse(value)
+            if isinstance(value, str) and len(self._addr_cache) < 4096:
+                self._addr_cache[value] = addr
+            return addr
+
+    def encode(self, msg: Message, topic: str, queue_id: int, properties: str,
+               sys_flag: int) -> EncodedMessage | PutMessageResult:
+        body = msg.body
+        born = self.address(msg.born_host)
+        store = self.address(msg.store_host)
+        sys_flag = sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+        if len(born.ip) == 16:
+            sys_flag |= BORNHOST_V6_FLAG
+        if len(store.ip) == 16:
+            sys_flag |= STOREHOSTADDRESS_V6_FLAG
+        if len(body) > self.max_message_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                f"message body is {len(body)} bytes, over max_message_size {self.max_message_size}"))
+        topic_b = topic.encode("utf-8")
+        if len(topic_b) > MAX_TOPIC_BYTES_V1:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                f"topic {topic[:40]!r}... is {len(topic_b)} UTF-8 bytes; a record holds at most "
+                f"{MAX_TOPIC_BYTES_V1}"))
+        props_b = properties.encode("utf-8")
+        if len(props_b) > 32767:
+            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
+                f"properties are {len(props_b)} UTF-8 bytes; a record holds at most 32767"))
+        header = message_header_struct(len(born.ip) == 16, len(store.ip) == 16)
+        total = header.size + len(body) + 1 + len(topic_b) + 2 + len(props_b)
+        if total > self.max_record_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                f"record is {total} bytes, over the limit {self.max_record_size}"))
+        try:
+            data = bytearray(header.pack(
+                total, MESSAGE_MAGIC_CODE, crc32(body), queue_id, msg.flag, 0, 0, sys_flag,
+                msg.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
+                msg.reconsume_times, msg.prepared_transaction_offset, len(body)))
+        except struct.error as exc:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"a field is out of range: {exc}")
+        data += body
+        data.append(len(topic_b))
+        data += topic_b
+        data += len(props_b).to_bytes(2, "big")
+        data += props_b
+        ts_pos = _STORE_TS_POS_V6 if sys_flag & BORNHOST_V6_FLAG else _STORE_TS_POS_V4
+        return EncodedMessage(data, ts_pos, f"{topic}-{queue_id}", sys_flag & TRANSACTION_MASK, store,
+                              msg.store_timestamp, msg.queue_offset, msg)
+
+    def encode_batch(self, batch: MessageBatch) -> EncodedBatch | PutMessageResult:
+        born = self.address(batch.born_host)
+        store = self.address(batch.store_host)
+        sys_flag = batch.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+        if len(born.ip) == 16:
+            sys_flag |= BORNHOST_V6_FLAG
+        if len(store.ip) == 16:
+            sys_flag |= STOREHOSTADDRESS_V6_FLAG
+        topic_b = batch.topic.encode("utf-8")
+        if len(topic_b) > MAX_TOPIC_BYTES_V1:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                f"topic is {len(topic_b)} UTF-8 bytes; a record holds at most {MAX_TOPIC_BYTES_V1}"))
+        header = message_header_struct(len(born.ip) == 16, len(store.ip) == 16)
+        batch_props = batch.properties
+        topic_part = bytes([len(topic_b)]) + topic_b
+        fixed = header.size + len(topic_part) + 2
+        data = bytearray()
+        lengths = []
+        total_body = 0
+        pack = header.pack
+        for item in batch.items:
+            body = item.body
+            total_body += len(body)
+            props = item.properties or ""
+            if batch_props:
+                if props and not props.endswith("\x02"):
+                    props += "\x02"
+                props += batch_props
+            props_b = props.encode("utf-8")
+            if len(props_b) > 32767:
+                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
+                    f"batch item {len(lengths)}: properties are {len(props_b)} UTF-8 bytes; at most 32767"))
+            if len(body) > self.max_message_size:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                    f"batch item {len(lengths)}: body is {len(body)} bytes, over max_message_size"))
+            total = fixed + len(body) + len(props_b)
+            try:
+                data += pack(total, MESSAGE_MAGIC_CODE, crc32(body), batch.queue_id, item.flag, 0, 0,
+                             sys_flag, batch.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
+                             batch.reconsume_times, 0, len(body))
+            except struct.error as exc:
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"a field is out of range: {exc}")
+            data += body
+            data += topic_part
+            data += len(props_b).to_bytes(2, "big")
+            data += props_b
+            lengths.append(total)
+        if total_body > self.max_message_size:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                f"batch bodies total {total_body} bytes, over max_message_size {self.max_message_size}"))
+        ts_pos = _STORE_TS_POS_V6 if sys_flag & BORNHOST_V6_FLAG else _STORE_TS_POS_V4
+        return EncodedBatch(data, lengths, ts_pos, f"{batch.topic}-{batch.queue_id}", store, batch)
+
+
+def _zero_fill(buf, start: int, end: int) -> None:
+    if end > start:
+        buf[start:end] = bytes(end - start)
+
+
+class DefaultAppendMessageCallback:
+    """``do_append``: runs under the put lock, writes one record (or batch, or blank)."""
+
+    def __init__(self, commit_log: "CommitLog"):
+        self.commit_log = commit_log
+
+    def do_append(self, file_from_offset: int, buf, pos: int, max_blank: int, enc, ctx=None):
+        if isinstance(enc, EncodedBatch):
+            return self._append_batch(file_from_offset, buf, pos, max_blank, enc)
+        cl = self.commit_log
+        wrote_offset = file_from_offset + pos
+        store_ts = cl.current_store_timestamp
+        msg_len = enc.length
+        if msg_len + END_FILE_MIN_BLANK_LENGTH > max_blank:
+            return self._blank(buf, pos, max_blank, wrote_offset, store_ts)
+        table = cl.topic_queue_table
+        key = enc.topic_queue_key
+        queue_offset = enc.queue_offset
+        if queue_offset is None:
+            queue_offset = table.get(key, 0)
+        if enc.tran_type in _NO_QUEUE_ADVANCE:
+            queue_offset = 0
+        data = enc.data
+        _QO_PHY.pack_into(data, QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
+        _I64.pack_into(data, enc.store_ts_pos, store_ts)
+        buf[pos:pos + msg_len] = data
+        if enc.tran_type not in _NO_QUEUE_ADVANCE:
+            if enc.queue_offset is None or queue_offset + 1 > table.get(key, 0):
+                table[key] = queue_offset + 1
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset, msg_len,
+                                   create_message_id(enc.store_host, wrote_offset),
+                                   store_ts, queue_offset, 1)
+
+    def _blank(self, buf, pos, max_blank, wrote_offset, store_ts):
+        _BLANK.pack_into(buf, pos, max_blank, BLANK_MAGIC_CODE)
+        _zero_fill(buf, pos + 8, pos + max_blank)
+        return AppendMessageResult(AppendMessageStatus.END_OF_FILE, wrote_offset, max_blank, "",
+                                   store_ts, 0, 0)
+
+    def _append_batch(self, file_from_offset, buf, pos, max_blank, enc: EncodedBatch):
+        cl = self.commit_log
+        wrote_offset = file_from_offset + pos
+        store_ts = cl.current_store_timestamp
+        if enc.length + END_FILE_MIN_BLANK_LENGTH > max_blank:
+            return self._blank(buf, pos, max_blank, wrote_offset, store_ts)
+        key = enc.topic_queue_key
+        table = cl.topic_queue_table
+        begin_queue_offset = queue_offset = table.get(key, 0)
+        data = enc.data
+        ts_pos = enc.store_ts_pos
+        rel = 0
+        ids = []
+        host = enc.store_host
+        for length in enc.lengths:
+            phys = wrote_offset + rel
+            _QO_PHY.pack_into(data, rel + QUEUE_OFFSET_POSITION, queue_offset, phys)
+            _I64.pack_into(data, rel + ts_pos, store_ts)
+            ids.append(create_message_id(host, phys))
+            queue_offset += 1
+            rel += length
+        buf[pos:pos + enc.length] = data
+        table[key] = queue_offset
+        return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset, enc.length, ",".join(ids),
+                                   store_ts, begin_queue_offset, len(enc.lengths))
+
+
+class CommitLog:
+    """The commitlog of one store (RocketMQ's ``CommitLog``)."""
+
+    def __init__(self, store_path: str, config, *, clock=None, allocate_service=None,
+                 transient_store_pool=None, read_only: bool = False):
+        self.config = config
+        self.clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self.mapped_file_queue = MappedFileQueue(store_path, config.mapped_file_size_commit_log,
+                                                 allocate_service, read_only=read_only,
+                                                 transient_store_pool=transient_store_pool)
+        self.topic_queue_table: dict[str, int] = {}
+        self.put_message_lock = (threading.RLock() if config.use_reentrant_lock_when_put_message
+                                 else PutMessageSpinLock())
+        self.encoder = MessageEncoder(config.max_message_size, Address.parse(config.store_host))
+        self.append_callback = DefaultAppendMessageCallback(self)
+        self.current_store_timestamp = 0
+        self.begin_time_in_lock = 0
+        self.flush_manager = None  # set by the store: handles flush requests after a put
+        self._delay_levels = config.delay_level_table()
+        self.max_delay_level = max(self._delay_levels) if self._delay_levels else 0
+        self.tracer = None
+
+    # -- lifecycle -----------------------------------------------------------------
+    def load(self) -> bool:
+        return self.mapped_file_queue.load()
+
+    def shutdown(self) -> None:
+        self.mapped_file_queue.shutdown()
+
+    # -- offsets -------------------------------------------------------------------
+    def get_max_offset(self) -> int:
+        return self.mapped_file_queue.get_max_offset()
+
+    def get_min_offset(self) -> int:
+        return self.mapped_file_queue.get_min_offset()
+
+    def roll_next_file(self, offset: int) -> int:
+        size = self.config.mapped_file_size_commit_log
+        return offset + size - offset % size
+
+    # -- the put path --------------------------------------------------------------
+    def _prepare(self, msg: Message):
+        """Delay rewrite (not for replayed records); returns topic, queue id, properties."""
+        topic, queue_id, props = msg.topic, msg.queue_id, msg.properties
+        tran = msg.sys_flag & TRANSACTION_MASK
+        if msg.store_timestamp is None and tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            level = msg.delay_time_level
+            if level > 0:
+                pmap = string_to_properties(props)
+                if level > self.max_delay_level:
+                    level = self.max_delay_level
+                    pmap[DELAY] = str(level)
+                pmap[REAL_TOPIC] = topic
+                pmap[REAL_QID] = str(queue_id)
+                props = properties_to_string(pmap)
+                topic, queue_id = SCHEDULE_TOPIC, level - 1
+        return topic, queue_id, props
+
+    def encode(self, msg: Message) -> EncodedMessage | PutMessageResult:
+        topic, queue_id, props = self._prepare(msg)
+        return self.encoder.encode(msg, topic, queue_id, props, msg.sys_flag)
+
+    def put_message(self, msg: Message) -> PutMessageResult:
+        """Append one message; the result says where (flush/replication not yet awaited)."""
+        enc = self.encode(msg)
+        if isinstance(enc, PutMessageResult):
+            return enc
+        return self.append_encoded(enc)
+
+    def put_messages(self, batch: MessageBatch) -> PutMessageResult:
+        tran = batch.sys_flag & TRANSACTION_MASK
+        if tran != TRANSACTION_NOT_TYPE:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    message="a batch cannot carry a transaction type")
+        if batch.delay_time_level > 0:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
+                                    message="a batch cannot carry a delay level")
+        enc = self.encoder.encode_batch(batch)
+        if isinstance(enc, PutMessageResult):
+            return enc
+        return self.append_encoded(enc)
+
+    def append_encoded(self, enc) -> PutMessageResult:
+        if enc.length + END_FILE_MIN_BLANK_LENGTH > self.config.mapped_file_size_commit_log:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+                f"record of {enc.length} bytes can never fit in a commitlog file of "
+                f"{self.config.mapped_file_size_commit_log} bytes (8 bytes must stay free for a blank)"))
+        queue = self.mapped_file_queue
+        callback = self.append_callback
+        lock = self.put_message_lock
+        lock.acquire()
+        try:
+            mf = queue.get_last_mapped_file()
+            begin = self.clock()
+            self.begin_time_in_lock = begin
+            store_ts = enc.store_timestamp if isinstance(enc, EncodedMessage) and enc.store_timestamp is not None else begin
+            self.current_store_timestamp = store_ts
+            if mf is None or mf.is_full():
+                mf = queue.get_last_mapped_file(0)
+            if mf is None:
+                return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
+                                        message="could not create a commitlog file")
+            result = mf.append_message(enc, callback)
+            if result.status is AppendMessageStatus.END_OF_FILE:
+                mf = queue.get_last_mapped_file(0)
+                if mf is None:
+                    return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
+                                            "could not create the next commitlog file")
+                result = mf.append_message(enc, callback)
+            self.begin_time_in_lock = 0
+        finally:
+            lock.release()
+        if result.status is not AppendMessageStatus.PUT_OK:
+            return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result,
+                                    f"append ended with {result.status.name}")
+        return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def append_blank_at_current_position(self) -> AppendMessageResult | None:
+        """Fill the rest of the current file with a blank record (replay of a recorded blank)."""
+        with self.put_message_lock:
+            mf = self.mapped_file_queue.get_last_mapped_file()
+            if mf is None or mf.is_full():
+                mf = self.mapped_file_queue.get_last_mapped_file(0)
+            if mf is None:
+                return None
+            pos = mf.wrote_position
+            buf = mf.write_buffer if mf.write_buffer is not None else mf.mapped
+            result = self.append_callback._blank(buf, pos, mf.file_size - pos, mf.file_from_offset + pos,
+                                                 self.current_store_timestamp)
+            mf.wrote_position = mf.file_size
+            return result
+
+    def is_mapped_files_empty(self) -> bool:
+        return not self.mapped_file_queue.mapped_files

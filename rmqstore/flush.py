@@ -1,0 +1,224 @@
+"""Flush and commit services: how appended bytes reach the disk.
+
+SYNC_FLUSH -- group commit.  A put that must be on disk before it is acknowledged
+hands a request ("flush up to offset N") to :class:`GroupCommitService` and waits.  The
+service keeps two lists: writers add to ``requests_write`` under a small lock; the
+service thread swaps the two lists, flushes once, and wakes every request in
+``requests_read`` whose offset is now flushed.  One ``msync``/``fdatasync`` thus serves
+every put that arrived while the previous one ran -- that is what makes sync flush
+affordable.  A request not served within ``sync_flush_timeout`` ends in
+FLUSH_DISK_TIMEOUT.
+
+ASYNC_FLUSH -- :class:`FlushRealTimeService` wakes every ``flush_interval_commit_log``
+ms (or when poked) and flushes if at least ``flush_commit_log_least_pages`` pages are
+dirty, and everything every ``flush_commit_log_thorough_interval`` ms.
+
+Transient store pool -- :class:`CommitRealTimeService` copies write buffers into the
+files every ``commit_interval_commit_log`` ms and pokes the flush service when it moved
+anything.
+
+All are real threads with a clean shutdown: on stop each does a final full pass, as
+RocketMQ's services do.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+
+from .status import PutMessageStatus
+
+__all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "CommitRealTimeService",
+           "ServiceThread"]
+
+log = logging.getLogger(__name__)
+
+RETRY_TIMES_OVER = 10
+
+
+class ServiceThread:
+    """A loop on a thread with ``wakeup()`` and ``wait_for_running(ms)`` (RocketMQ's ServiceThread)."""
+
+    name = "ServiceThread"
+
+    def __init__(self):
+        self._stopped = False
+        self._notified = threading.Event()
+        self._stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+        self._thread.start()
+
+    def _main(self) -> None:
+        try:
+            self.run()
+        except Exception:  # a dying service must say so
+            log.exception("%s service has exception", self.name)
+
+    def is_stopped(self) -> bool:
+        return self._stopped
+
+    def wakeup(self) -> None:
+        self._notified.set()
+
+    def wait_for_running(self, interval_ms: float) -> None:
+        if not self._notified.wait(interval_ms / 1000.0):
+            pass
+        self._notified.clear()
+        self.on_wait_end()
+
+    def on_wait_end(self) -> None:
+        pass
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._stop_event.set()
+        self.wakeup()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=90)
+
+    def run(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class GroupCommitRequest:
+    """'Tell me when the log is flushed up to ``next_offset``.'"""
+
+    __slots__ = ("next_offset", "future", "deadline")
+
+    def __init__(self, next_offset: int, timeout_ms: int):
+        self.next_offset = next_offset
+        self.future: Future = Future()
+        self.deadline = time.monotonic() + timeout_ms / 1000.0
+
+    def wakeup_customer(self, status: PutMessageStatus) -> None:
+        if not self.future.done():
+            self.future.set_result(status)
+
+
+class GroupCommitService(ServiceThread):
+    name = "GroupCommitService"
+
+    def __init__(self, commit_log, checkpoint_hook=None):
+        super().__init__()
+        self.commit_log = commit_log
+        self.requests_write: list[GroupCommitRequest] = []
+        self.requests_read: list[GroupCommitRequest] = []
+        self._lock = threading.Lock()
+        self.checkpoint_hook = checkpoint_hook
+        self.flushes = 0
+        self.requests_served = 0
+
+    def put_request(self, request: GroupCommitRequest) -> None:
+        with self._lock:
+            self.requests_write.append(request)
+        self.wakeup()
+
+    def _swap_requests(self) -> None:
+        with self._lock:
+            self.requests_write, self.requests_read = self.requests_read, self.requests_write
+
+    def on_wait_end(self) -> None:
+        self._swap_requests()
+
+    def _do_commit(self) -> None:
+        queue = self.commit_log.mapped_file_queue
+        if self.requests_read:
+            for req in self.requests_read:
+                flush_ok = queue.flushed_where >= req.next_offset
+                for _ in range(2):
+                    if flush_ok:
+                        break
+                    queue.flush(0)
+                    self.flushes += 1
+                    flush_ok = queue.flushed_where >= req.next_offset
+                if flush_ok:
+                    req.wakeup_customer(PutMessageStatus.PUT_OK)
+                elif time.monotonic() >= req.deadline:
+                    req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+                else:  # not yet (e.g. the bytes are still in a write buffer): try next round
+                    self.put_request(req)
+                    continue
+                self.requests_served += 1
+            if self.checkpoint_hook is not None and queue.store_timestamp > 0:
+                self.checkpoint_hook(queue.store_timestamp)
+            self.requests_read = []
+        else:
+            # messages that did not wait for their flush still get flushed
+            queue.flush(0)
+
+    def run(self) -> None:
+        while not self.is_stopped():
+            self.wait_for_running(10)
+            self._do_commit()
+        # let in-flight requests finish, then serve them once more
+        time.sleep(0.01)
+        self._swap_requests()
+        self._do_commit()
+
+
+class FlushRealTimeService(ServiceThread):
+    name = "FlushRealTimeService"
+
+    def __init__(self, commit_log, config, checkpoint_hook=None):
+        super().__init__()
+        self.commit_log = commit_log
+        self.config = config
+        self.checkpoint_hook = checkpoint_hook
+        self.last_flush_timestamp = 0.0
+
+    def run(self) -> None:
+        cfg = self.config
+        queue = self.commit_log.mapped_file_queue
+        while not self.is_stopped():
+            interval = cfg.flush_interval_commit_log
+            least_pages = cfg.flush_commit_log_least_pages
+            now = time.monotonic() * 1000
+            if now >= self.last_flush_timestamp + cfg.flush_commit_log_thorough_interval:
+                self.last_flush_timestamp = now
+                least_pages = 0
+            if cfg.flush_commit_log_timed:
+                # a plain sleep that pokes do not shorten (flushCommitLogTimed); shutdown does
+                self._stop_event.wait(interval / 1000.0)
+            else:
+                self.wait_for_running(interval)
+            queue.flush(least_pages)
+            if self.checkpoint_hook is not None and queue.store_timestamp > 0:
+                self.checkpoint_hook(queue.store_timestamp)
+        for _ in range(RETRY_TIMES_OVER):
+            if queue.flush(0):
+                break
+
+
+class CommitRealTimeService(ServiceThread):
+    name = "CommitRealTimeService"
+
+    def __init__(self, commit_log, config, flush_service: FlushRealTimeService):
+        super().__init__()
+        self.commit_log = commit_log
+        self.config = config
+        self.flush_service = flush_service
+        self.last_commit_timestamp = 0.0
+
+    def run(self) -> None:
+        cfg = self.config
+        queue = self.commit_log.mapped_file_queue
+        while not self.is_stopped():
+            interval = cfg.commit_interval_commit_log
+            least_pages = cfg.commit_commit_log_least_pages
+            now = time.monotonic() * 1000
+            if now >= self.last_commit_timestamp + cfg.commit_commit_log_thorough_interval:
+                self.last_commit_timestamp = now
+                least_pages = 0
+            nothing_moved = queue.commit(least_pages)
+            if not nothing_moved:
+                self.last_commit_timestamp = now
+                self.flush_service.wakeup()
+            self.wait_for_running(interval)
+        for _ in range(RETRY_TIMES_OVER):
+            if queue.commit(0):
+                break

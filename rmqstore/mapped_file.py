@@ -1,0 +1,312 @@
+"""MappedFile: one fixed-size segment file and its three positions.
+
+A commitlog is a row of equally sized files, each named by the physical offset of its
+first byte (20 digits, zero padded).  Each file keeps three positions, all relative to
+the file's start:
+
+``wrote_position``
+    how far appends have gone.  Without a write buffer the bytes are already in the
+    mapping (the page cache): readers may see them at once.
+
+``committed_position``
+    only meaningful with the transient store pool.  Appends then go to an off-heap
+    ``write_buffer`` borrowed from the pool, and ``commit()`` copies
+    ``[committed, wrote)`` into the file.  Readers see only committed bytes.  Without a
+    write buffer RocketMQ never moves this position: it stays 0 (the fixtures show it),
+    and ``commit()`` just answers ``wrote_position``.
+
+``flushed_position``
+    how far the file is known to be on disk.  ``flush()`` forces the mapping (msync) or
+    the file descriptor (fdatasync) and moves it to the read position.
+
+``read_position`` -- what a reader may read -- is ``wrote_position`` without a write
+buffer and ``committed_position`` with one, so at every moment
+``flushed <= read <= wrote`` (and with a write buffer ``flushed <= committed <= wrote``).
+
+The page rules of ``commit(least_pages)`` / ``flush(least_pages)`` are RocketMQ's: act
+when the file is full, or when at least ``least_pages`` whole 4 KiB pages are pending,
+or (with ``least_pages == 0``) when anything is pending.
+
+Reference counting (``hold``/``release``, RocketMQ's ``ReferenceResource``) keeps a file
+mapped while a reader holds a slice of it; ``destroy()`` waits for readers to let go.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import threading
+
+from .errors import StoreError
+from .layout import OS_PAGE_SIZE
+
+__all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name"]
+
+
+def offset_to_file_name(offset: int) -> str:
+    """``UtilAll.offset2FileName``: the 20-digit zero-padded offset."""
+    return f"{offset:020d}"
+
+
+class SelectMappedBufferResult:
+    """A read-only view of part of a mapped file; ``release()`` it when done."""
+
+    __slots__ = ("start_offset", "size", "buffer", "mapped_file", "_released")
+
+    def __init__(self, start_offset: int, buffer: memoryview, mapped_file: "MappedFile"):
+        self.start_offset = start_offset
+        self.size = len(buffer)
+        self.buffer = buffer
+        self.mapped_file = mapped_file
+        self._released = False
+
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self.buffer.release()
+            self.mapped_file.release()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+
+class MappedFile:
+    """One segment file, mapped into memory (RocketMQ's ``MappedFile``)."""
+
+    def __init__(self, file_name: str, file_size: int, transient_store_pool=None, *,
+                 read_only: bool = False):
+        self.file_name = str(file_name)
+        self.file_size = file_size
+        base = os.path.basename(self.file_name)
+        try:
+            self.file_from_offset = int(base)
+        except ValueError:
+            raise StoreError(f"{self.file_name}: a segment file is named by its 20-digit start offset") from None
+        self.read_only = read_only
+        self.wrote_position = 0
+        self.committed_position = 0
+        self.flushed_position = 0
+        self.store_timestamp = 0
+        self.first_create_in_queue = False
+        self.write_buffer = None
+        self.transient_store_pool = None
+        self._ref_lock = threading.Lock()
+        self._ref_count = 1
+        self._available = True
+        self._cleanup_over = False
+        self._flush_lock = threading.Lock()
+        self._open(read_only)
+        if transient_store_pool is not None and not read_only:
+            buf = transient_store_pool.borrow_buffer()
+            if buf is not None:
+                self.write_buffer = buf
+                self.transient_store_pool = transient_store_pool
+
+    def _open(self, read_only: bool) -> None:
+        if read_only:
+            self._fd = os.open(self.file_name, os.O_RDONLY)
+            actual = os.fstat(self._fd).st_size
+            if actual != self.file_size:
+                os.close(self._fd)
+                raise StoreError(f"{self.file_name} is {actual} bytes, expected {self.file_size}")
+            self.mapped = mmap.mmap(self._fd, self.file_size, access=mmap.ACCESS_READ) if self.file_size else None
+        else:
+            self._fd = os.open(self.file_name, os.O_RDWR | os.O_CREAT, 0o644)
+            if os.fstat(self._fd).st_size < self.file_size:
+                os.ftruncate(self._fd, self.file_size)  # sparse, reads as zeros
+            self.mapped = mmap.mmap(self._fd, self.file_size)
+
+    # -- positions -----------------------------------------------------------------
+    @property
+    def read_position(self) -> int:
+        return self.wrote_position if self.write_buffer is None else self.committed_position
+
+    @property
+    def has_write_buffer(self) -> bool:
+        return self.write_buffer is not None
+
+    def is_full(self) -> bool:
+        return self.wrote_position == self.file_size
+
+    def set_positions(self, pos: int) -> None:
+        """Set wrote, committed and flushed positions at once (load and recovery)."""
+        self.wrote_position = self.committed_position = self.flushed_position = pos
+
+    # -- appending -----------------------------------------------------------------
+    def append_message(self, msg, callback, ctx=None):
+        """Let ``callback.do_append`` write at the current position; advance by what it wrote."""
+        pos = self.wrote_position
+        if pos >= self.file_size:
+            from .status import AppendMessageResult, AppendMessageStatus
+
+            return AppendMessageResult(AppendMessageStatus.UNKNOWN_ERROR)
+        buf = self.write_buffer if self.write_buffer is not None else self.mapped
+        result = callback.do_append(self.file_from_offset, buf, pos, self.file_size - pos, msg, ctx)
+        self.wrote_position = pos + result.wrote_bytes
+        self.store_timestamp = result.store_timestamp
+        return result
+
+    def append_bytes(self, data) -> bool:
+        """Append raw bytes (consume queue, replication); False when they do not fit."""
+        pos = self.wrote_position
+        n = len(data)
+        if pos + n > self.file_size:
+            return False
+        buf = self.write_buffer if self.write_buffer is not None else self.mapped
+        buf[pos:pos + n] = data
+        self.wrote_position = pos + n
+        return True
+
+    # -- commit and flush ----------------------------------------------------------
+    def _able(self, done: int, target: int, least_pages: int) -> bool:
+        if self.is_full():
+            return True
+        if least_pages > 0:
+            return target // OS_PAGE_SIZE - done // OS_PAGE_SIZE >= least_pages
+        return target > done
+
+    def is_able_to_commit(self, least_pages: int) -> bool:
+        return self._able(self.committed_position, self.wrote_position, least_pages)
+
+    def is_able_to_flush(self, least_pages: int) -> bool:
+        return self._able(self.flushed_position, self.read_position, least_pages)
+
+    def commit(self, least_pages: int) -> int:
+        """Copy ``[committed, wrote)`` of the write buffer to the file; answer the position."""
+        if self.write_buffer is None:
+            return self.wrote_position  # nothing to commit: appends went to the mapping
+        if self.is_able_to_commit(least_pages) and self.hold():
+            try:
+                self._commit0()
+            finally:
+                self.release()
+        if self.write_buffer is not None and self.committed_position == self.file_size:
+            # all data is in the file: the buffer goes back to the pool
+            self.transient_store_pool.return_buffer(self.write_buffer)
+            self.write_buffer = None
+        return self.committed_position
+
+    def _commit0(self) -> None:
+        write_pos = self.wrote_position
+        last = self.committed_position
+        if write_pos > last:
+            view = memoryview(self.write_buffer)[last:write_pos]
+            try:
+                os.pwrite(self._fd, view, last)
+            finally:
+                view.release()
+            self.committed_position = write_pos
+
+    def flush(self, least_pages: int) -> int:
+        """Force what readers can see to disk; answer the flushed position."""
+        if self.is_able_to_flush(least_pages) and self.hold():
+            try:
+                with self._flush_lock:
+                    value = self.read_position
+                    start = self.flushed_position
+                    if value > start:
+                        if self.transient_store_pool is not None or self.write_buffer is not None:
+                            os.fdatasync(self._fd)  # bytes reached the file by pwrite
+                        else:
+                            page = start - start % mmap.PAGESIZE
+                            self.mapped.flush(page, value - page)
+                    self.flushed_position = max(self.flushed_position, value)
+            finally:
+                self.release()
+        return self.flushed_position
+
+    # -- reading -------------------------------------------------------------------
+    def select_mapped_buffer(self, pos: int, size: int | None = None) -> SelectMappedBufferResult | None:
+        """A view of ``[pos, pos+size)`` (default: up to the read position), or None."""
+        read_pos = self.read_position
+        if size is None:
+            size = read_pos - pos
+        if pos < 0 or size < 0 or pos + size > read_pos or not self.hold():
+            return None
+        view = memoryview(self.mapped)[pos:pos + size]
+        return SelectMappedBufferResult(self.file_from_offset + pos, view, self)
+
+    def get_bytes(self, pos: int, size: int) -> bytes:
+        """Copy bytes out of the mapping (up to the file size, not checked against positions)."""
+        return self.mapped[pos:pos + size]
+
+    # -- warm-up -------------------------------------------------------------------
+    def warm_mapped_file(self, sync_flush: bool, pages: int) -> None:
+        """Touch every page (write a zero) so the first puts do not fault; sync flush forces as it goes."""
+        mm = self.mapped
+        flushed_pages = 0
+        for i, pos in enumerate(range(0, self.file_size, OS_PAGE_SIZE)):
+            mm[pos] = 0
+            if sync_flush and i - flushed_pages >= pages:
+                mm.flush(0, pos + 1)
+                flushed_pages = i
+        if sync_flush:
+            mm.flush()
+        if hasattr(mm, "madvise"):
+            mm.madvise(mmap.MADV_WILLNEED)
+
+    # -- reference counting (ReferenceResource) --------------------------------------
+    def hold(self) -> bool:
+        with self._ref_lock:
+            if self._available and self._ref_count > 0:
+                self._ref_count += 1
+                return True
+            return False
+
+    def release(self) -> None:
+        with self._ref_lock:
+            self._ref_count -= 1
+            if self._ref_count > 0:
+                return
+            self._cleanup()
+
+    @property
+    def ref_count(self) -> int:
+        return self._ref_count
+
+    def is_available(self) -> bool:
+        return self._available
+
+    def _cleanup(self) -> None:
+        if self._cleanup_over:
+            return
+        if self.write_buffer is not None and self.transient_store_pool is not None:
+            self.transient_store_pool.return_buffer(self.write_buffer)
+            self.write_buffer = None
+        if self.mapped is not None:
+            try:
+                self.mapped.close()
+            except BufferError:  # a reader still has a view; keep the map, it dies with the view
+                return
+        os.close(self._fd)
+        self._cleanup_over = True
+
+    def shutdown(self) -> None:
+        """Refuse new holds and drop the creator's reference; unmapped when readers let go."""
+        with self._ref_lock:
+            if not self._available:
+                return
+            self._available = False
+        self.release()
+
+    def is_cleanup_over(self) -> bool:
+        return self._cleanup_over
+
+    def destroy(self) -> bool:
+        """Unmap and delete the file (after shutdown; True when it is gone)."""
+        self.shutdown()
+        if not self._cleanup_over:
+            return False
+        try:
+            os.remove(self.file_name)
+        except FileNotFoundError:
+            pass
+        return True
+
+    def __repr__(self) -> str:
+        return (f"MappedFile({os.path.basename(self.file_name)}, wrote={self.wrote_position}, "
+                f"committed={self.committed_position}, flushed={self.flushed_position}, "
+                f"write_buffer={self.write_buffer is not None})")

@@ -1,0 +1,204 @@
+"""MappedFileQueue: the row of segment files that together form one log.
+
+The queue turns a global offset into (file, position) -- files are equally sized and
+named by their first offset, so that is a division -- and keeps two global marks,
+``flushed_where`` and ``committed_where``: how far the *whole log* is on disk and in the
+file.  ``flush()``/``commit()`` always work on the file that contains the mark, so a
+flush that crosses into a new file finishes the old one first.
+
+Files are appended at the end only (by the put path, through ``get_last_mapped_file``)
+and removed at the front (expiry) or the back (``truncate_dirty_files`` after recovery).
+The list is replaced, never mutated in place, so readers can iterate a snapshot without
+a lock, as RocketMQ's ``CopyOnWriteArrayList`` allows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from .errors import StoreError
+from .mapped_file import MappedFile, offset_to_file_name
+
+__all__ = ["MappedFileQueue"]
+
+log = logging.getLogger(__name__)
+
+
+class MappedFileQueue:
+    def __init__(self, store_path: str, mapped_file_size: int, allocate_service=None, *,
+                 read_only: bool = False, transient_store_pool=None):
+        self.store_path = str(store_path)
+        self.mapped_file_size = mapped_file_size
+        self.allocate_service = allocate_service
+        self.transient_store_pool = transient_store_pool
+        self.read_only = read_only
+        self.mapped_files: list[MappedFile] = []
+        self.flushed_where = 0
+        self.committed_where = 0
+        self.store_timestamp = 0
+
+    # -- loading -------------------------------------------------------------------
+    def load(self) -> bool:
+        """Map every existing file (all must have the configured size); positions = full."""
+        if not os.path.isdir(self.store_path):
+            return True
+        names = sorted(n for n in os.listdir(self.store_path) if n.isdigit())
+        files = []
+        for name in names:
+            path = os.path.join(self.store_path, name)
+            size = os.path.getsize(path)
+            if size != self.mapped_file_size:
+                log.warning("%s length %d not matched message store config value %d",
+                            path, size, self.mapped_file_size)
+                for mf in files:
+                    mf.shutdown()
+                raise StoreError(f"{path} is {size} bytes but the configured segment size is "
+                                 f"{self.mapped_file_size}; every segment must have that size")
+            mf = MappedFile(path, self.mapped_file_size, read_only=self.read_only)
+            mf.set_positions(self.mapped_file_size)
+            files.append(mf)
+        self.mapped_files = files
+        return True
+
+    # -- lookup --------------------------------------------------------------------
+    def get_first_mapped_file(self) -> MappedFile | None:
+        files = self.mapped_files
+        return files[0] if files else None
+
+    def get_last_mapped_file(self, start_offset: int | None = None, need_create: bool = True
+                             ) -> MappedFile | None:
+        """The file to append to; with ``start_offset``, create one if there is none or it is full."""
+        files = self.mapped_files
+        last = files[-1] if files else None
+        if start_offset is None:
+            return last
+        create_offset = -1
+        if last is None:
+            create_offset = start_offset - start_offset % self.mapped_file_size
+        elif last.is_full():
+            create_offset = last.file_from_offset + self.mapped_file_size
+        if create_offset != -1 and need_create:
+            return self._create(create_offset, first=last is None)
+        return last
+
+    def _create(self, create_offset: int, first: bool) -> MappedFile | None:
+        if self.read_only:
+            return None
+        next_path = os.path.join(self.store_path, offset_to_file_name(create_offset))
+        next_next = os.path.join(self.store_path, offset_to_file_name(create_offset + self.mapped_file_size))
+        os.makedirs(self.store_path, exist_ok=True)
+        if self.allocate_service is not None:
+            mf = self.allocate_service.put_request_and_return_mapped_file(
+                next_path, next_next, self.mapped_file_size)
+        else:
+            try:
+                mf = MappedFile(next_path, self.mapped_file_size, self.transient_store_pool)
+            except OSError:
+                log.exception("create mapped file %s failed", next_path)
+                mf = None
+        if mf is not None:
+            if first:
+                mf.first_create_in_queue = True
+            self.mapped_files = self.mapped_files + [mf]
+        return mf
+
+    def find_mapped_file_by_offset(self, offset: int, return_first_on_not_found: bool = False
+                                   ) -> MappedFile | None:
+        files = self.mapped_files
+        if not files:
+            return None
+        first, last = files[0], files[-1]
+        if offset < first.file_from_offset or offset >= last.file_from_offset + self.mapped_file_size:
+            return first if return_first_on_not_found else None
+        index = offset // self.mapped_file_size - first.file_from_offset // self.mapped_file_size
+        if 0 <= index < len(files):
+            mf = files[index]
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                return mf
+        for mf in files:  # a hole in the row of files: search
+            if mf.file_from_offset <= offset < mf.file_from_offset + self.mapped_file_size:
+                return mf
+        return first if return_first_on_not_found else None
+
+    # -- offsets -------------------------------------------------------------------
+    def get_min_offset(self) -> int:
+        first = self.get_first_mapped_file()
+        return first.file_from_offset if first is not None else -1
+
+    def get_max_offset(self) -> int:
+        """End of what readers may read (read position of the last file)."""
+        last = self.get_last_mapped_file()
+        return last.file_from_offset + last.read_position if last is not None else 0
+
+    def get_max_wrote_position(self) -> int:
+        last = self.get_last_mapped_file()
+        return last.file_from_offset + last.wrote_position if last is not None else 0
+
+    def remain_how_many_data_to_commit(self) -> int:
+        return self.get_max_wrote_position() - self.committed_where
+
+    def remain_how_many_data_to_flush(self) -> int:
+        return self.get_max_offset() - self.flushed_where
+
+    # -- flush and commit ----------------------------------------------------------
+    def flush(self, least_pages: int) -> bool:
+        """Flush the file holding ``flushed_where``. True means nothing moved."""
+        mf = self.find_mapped_file_by_offset(self.flushed_where, self.flushed_where == 0)
+        if mf is None:
+            return True
+        tmp_timestamp = mf.store_timestamp
+        offset = mf.flush(least_pages)
+        where = mf.file_from_offset + offset
+        result = where == self.flushed_where
+        self.flushed_where = where
+        if least_pages == 0:
+            self.store_timestamp = tmp_timestamp
+        return result
+
+    def commit(self, least_pages: int) -> bool:
+        """Commit the file holding ``committed_where``. True means nothing moved."""
+        mf = self.find_mapped_file_by_offset(self.committed_where, self.committed_where == 0)
+        if mf is None:
+            return True
+        offset = mf.commit(least_pages)
+        where = mf.file_from_offset + offset
+        result = where == self.committed_where
+        self.committed_where = where
+        return result
+
+    # -- truncation ----------------------------------------------------------------
+    def truncate_dirty_files(self, offset: int) -> None:
+        """Cut the log at ``offset``: files after it are deleted, the one holding it shortened.
+
+        Only positions move inside the kept file; its bytes after ``offset`` stay on disk
+        (as in RocketMQ) and are overwritten by later appends.
+        """
+        keep = []
+        for mf in self.mapped_files:
+            tail = mf.file_from_offset + self.mapped_file_size
+            if tail > offset:
+                if offset >= mf.file_from_offset:
+                    mf.set_positions(offset % self.mapped_file_size)
+                    keep.append(mf)
+                else:
+                    mf.destroy()
+            else:
+                keep.append(mf)
+        self.mapped_files = keep
+
+    def delete_last_mapped_file(self) -> None:
+        if self.mapped_files:
+            last = self.mapped_files[-1]
+            last.destroy()
+            self.mapped_files = self.mapped_files[:-1]
+
+    def shutdown(self) -> None:
+        for mf in self.mapped_files:
+            mf.shutdown()
+
+    def destroy(self) -> None:
+        for mf in self.mapped_files:
+            mf.destroy()
+        self.mapped_files = []
+        self.flushed_where = 0

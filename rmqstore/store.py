@@ -1,0 +1,413 @@
+"""MessageStore: the facade a broker talks to (RocketMQ's ``DefaultMessageStore``).
+
+A put goes through three gates before the commitlog sees it:
+
+1. the store's state -- shut down, a slave, not writeable (a disk went bad), or the page
+   cache busy (a writer has held the put lock for longer than
+   ``os_page_cache_busy_timeout_mills``) each refuse the put;
+2. the message -- types, topic length and characters, properties length, queue id;
+3. the commitlog's own encoder -- body and record size, UTF-8 lengths.
+
+Each refusal is a :class:`~rmqstore.status.PutMessageResult` with RocketMQ's status
+and a message naming what was wrong; nothing is written, and later puts land as if the
+refused one had never been tried.
+
+After the append the store waits for what the configuration promises: with SYNC_FLUSH
+(and a message that waits for its store), for the group-commit service to flush it; with
+SYNC_MASTER, for a slave (we have no replication service yet, so that is
+SLAVE_NOT_AVAILABLE, as RocketMQ answers with no slave connected).
+
+The clock and the store host are injectable, so a recorded workload replays exactly.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FuturesTimeout
+
+from .allocate import AllocateMappedFileService, TransientStorePool
+from .checkpoint import StoreCheckpoint
+from .commit_log import CommitLog
+from .config import BrokerRole, FlushDiskType, StoreConfig
+from .errors import CorruptRecordError, StoreStateError
+from .flush import CommitRealTimeService, FlushRealTimeService, GroupCommitRequest, GroupCommitService
+from .layout import BLANK_MAGIC_CODE
+from .message import Message, MessageBatch
+from .record import decode_record
+from .status import PutMessageResult, PutMessageStatus
+from .sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+
+__all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN"]
+
+log = logging.getLogger(__name__)
+
+TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+MAX_TOPIC_LENGTH = 127
+MAX_PROPERTIES_CHARS = 32767
+MAX_QUEUE_ID = 2**31 - 1
+
+
+class StoreStats:
+    """Put statistics (a slice of RocketMQ's StoreStatsService)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.put_message_times_total: dict[str, int] = {}
+        self.put_message_size_total: dict[str, int] = {}
+        self.put_message_failed_times = 0
+        self.put_message_entire_time_max = 0.0  # ms
+        self.put_message_distribute_time = [0] * 7  # <=0ms, 0-10, 10-50, 50-100, 100-200, 200-500, >500
+        self.status_counts: dict[str, int] = {}
+
+    _BOUNDS = (0, 10, 50, 100, 200, 500)
+
+    def record(self, topic: str, result: PutMessageResult, elapsed_ms: float, msg_num: int = 1) -> None:
+        with self._lock:
+            name = result.status.name
+            self.status_counts[name] = self.status_counts.get(name, 0) + 1
+            if result.ok:
+                ar = result.append_result
+                self.put_message_times_total[topic] = self.put_message_times_total.get(topic, 0) + msg_num
+                self.put_message_size_total[topic] = self.put_message_size_total.get(topic, 0) + ar.wrote_bytes
+            else:
+                self.put_message_failed_times += 1
+            if elapsed_ms > self.put_message_entire_time_max:
+                self.put_message_entire_time_max = elapsed_ms
+            for i, bound in enumerate(self._BOUNDS):
+                if elapsed_ms <= bound:
+                    self.put_message_distribute_time[i] += 1
+                    break
+            else:
+                self.put_message_distribute_time[-1] += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                "putMessageTimesTotal": sum(self.put_message_times_total.values()),
+                "putMessageSizeTotal": sum(self.put_message_size_total.values()),
+                "putMessageFailedTimes": self.put_message_failed_times,
+                "putMessageEntireTimeMax": self.put_message_entire_time_max,
+                "putMessageDistributeTime": list(self.put_message_distribute_time),
+                "byTopic": dict(self.put_message_times_total),
+                "statusCounts": dict(self.status_counts),
+            }
+
+
+class MessageStore:
+    """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``)."""
+
+    def __init__(self, root, config: StoreConfig | None = None, *, clock=None, topic_queue_nums=None,
+                 **overrides):
+        self.root = str(root)
+        if config is None:
+            config = StoreConfig(**overrides)
+        elif overrides:
+            raise TypeError("pass either a StoreConfig or keyword overrides, not both")
+        self.config = config
+        self.clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self.topic_queue_nums = dict(topic_queue_nums or {})
+        self.transient_store_pool = None
+        if config.is_transient_store_pool_enabled:
+            self.transient_store_pool = TransientStorePool(config.transient_store_pool_size,
+                                                           config.mapped_file_size_commit_log)
+        self.allocate_service = AllocateMappedFileService(config, self.transient_store_pool)
+        self.commit_log = CommitLog(os.path.join(self.root, "commitlog"), config, clock=self.clock,
+                                    allocate_service=self.allocate_service,
+                                    transient_store_pool=self.transient_store_pool)
+        self.stats = StoreStats()
+        self.checkpoint: StoreCheckpoint | None = None
+        self.group_commit_service = None
+        self.flush_service = None
+        self.commit_service = None
+        self.writeable = True
+        self.shutdown_flag = True
+        self._started = False
+
+    # -- lifecycle -----------------------------------------------------------------
+    @property
+    def abort_file(self) -> str:
+        return os.path.join(self.root, "abort")
+
+    def load(self) -> bool:
+        """Map existing files and find where the log ends (a full CRC-checked scan)."""
+        os.makedirs(self.root, exist_ok=True)
+        self.commit_log.load()
+        self._recover_end_of_log()
+        return True
+
+    def _recover_end_of_log(self) -> None:
+        queue = self.commit_log.mapped_file_queue
+        table = self.commit_log.topic_queue_table
+        end = queue.get_min_offset() if queue.mapped_files else 0
+        for mf in queue.mapped_files:
+            pos = 0
+            buf = mf.mapped
+            stop = False
+            while pos + 8 <= mf.file_size:
+                try:
+                    rec = decode_record(buf, pos, check_crc=self.config.check_crc_on_recover)
+                except CorruptRecordError:
+                    stop = True
+                    break
+                if rec.magic_code == BLANK_MAGIC_CODE:
+                    pos = mf.file_size
+                    break
+                if rec.physical_offset != mf.file_from_offset + pos:
+                    stop = True
+                    break
+                if rec.sys_flag & TRANSACTION_MASK not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
+                    key = f"{rec.topic}-{rec.queue_id}"
+                    table[key] = max(table.get(key, 0), rec.queue_offset + 1)
+                pos += rec.total_size
+            end = mf.file_from_offset + pos
+            if stop or pos < mf.file_size:
+                break
+        queue.flushed_where = queue.committed_where = end
+        queue.truncate_dirty_files(end)
+
+    def start(self) -> None:
+        if self._started:
+            raise StoreStateError("store already started")
+        if not self.commit_log.mapped_file_queue.mapped_files and os.path.isdir(
+                os.path.join(self.root, "commitlog")) and os.listdir(os.path.join(self.root, "commitlog")):
+            self.load()
+        os.makedirs(self.root, exist_ok=True)
+        with open(os.path.join(self.root, "lock"), "wb") as f:
+            f.write(b"lock")
+        open(self.abort_file, "wb").close()
+        self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
+        if self.transient_store_pool is not None:
+            self.transient_store_pool.init()
+        self.allocate_service.start()
+        cfg = self.config
+
+        def on_flushed(ts):
+            self.checkpoint.physic_msg_timestamp = ts
+
+        if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            self.group_commit_service = GroupCommitService(self.commit_log, on_flushed)
+            self.group_commit_service.start()
+        else:
+            self.flush_service = FlushRealTimeService(self.commit_log, cfg, on_flushed)
+            self.flush_service.start()
+            if self.transient_store_pool is not None:
+                self.commit_service = CommitRealTimeService(self.commit_log, cfg, self.flush_service)
+                self.commit_service.start()
+        self.shutdown_flag = False
+        self._started = True
+
+    def shutdown(self) -> None:
+        if self.shutdown_flag:
+            return
+        self.shutdown_flag = True
+        # commit first (it pokes flush), then flush, as RocketMQ stops them
+        if self.commit_service is not None:
+            self.commit_service.shutdown()
+        if self.flush_service is not None:
+            self.flush_service.shutdown()
+        if self.group_commit_service is not None:
+            self.group_commit_service.shutdown()
+        self.allocate_service.shutdown()
+        queue = self.commit_log.mapped_file_queue
+        while not queue.commit(0):
+            pass
+        while not queue.flush(0):
+            pass
+        if queue.store_timestamp:
+            self.checkpoint.physic_msg_timestamp = queue.store_timestamp
+        self.checkpoint.shutdown()
+        self.commit_log.shutdown()
+        if self.transient_store_pool is not None:
+            self.transient_store_pool.destroy()
+        if self.writeable and os.path.exists(self.abort_file):
+            os.remove(self.abort_file)
+
+    def __enter__(self):
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # -- checks --------------------------------------------------------------------
+    def is_os_page_cache_busy(self) -> bool:
+        begin = self.commit_log.begin_time_in_lock
+        return begin > 0 and self.clock() - begin > self.config.os_page_cache_busy_timeout_mills
+
+    def check_store_status(self) -> PutMessageResult | None:
+        if self.shutdown_flag:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                    message="message store is shut down (or not started)")
+        if self.config.broker_role is BrokerRole.SLAVE:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                    message="this store is a slave; puts go to the master")
+        if not self.writeable:
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
+                                    message="message store is not writeable")
+        if self.is_os_page_cache_busy():
+            return PutMessageResult(PutMessageStatus.OS_PAGECACHE_BUSY,
+                                    message="the put lock has been held too long (page cache busy)")
+        return None
+
+    def _check_topic(self, topic) -> str | None:
+        if not isinstance(topic, str):
+            return f"topic must be a str, got {type(topic).__name__}"
+        if len(topic) > MAX_TOPIC_LENGTH:
+            return f"topic is {len(topic)} characters, longer than {MAX_TOPIC_LENGTH}"
+        if not TOPIC_PATTERN.match(topic):
+            return f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-] (or is empty)"
+        return None
+
+    def _check_queue(self, topic, queue_id) -> str | None:
+        if type(queue_id) is not int:
+            return f"queue id must be an int, got {type(queue_id).__name__}"
+        limit = self.topic_queue_nums.get(topic, MAX_QUEUE_ID + 1)
+        if not 0 <= queue_id < limit:
+            return f"queue id {queue_id} is out of range [0, {limit}) for topic {topic!r}"
+        return None
+
+    def check_message(self, msg) -> PutMessageResult | None:
+        problem = None
+        if not isinstance(msg, Message):
+            problem = f"expected a Message, got {type(msg).__name__}"
+        elif not isinstance(msg.body, (bytes, bytearray, memoryview)):
+            problem = f"body must be bytes, got {type(msg.body).__name__}"
+        elif not isinstance(msg.properties, str):
+            problem = f"properties must be a str, got {type(msg.properties).__name__}"
+        elif len(msg.properties) > MAX_PROPERTIES_CHARS:
+            problem = f"properties string is {len(msg.properties)} characters, longer than {MAX_PROPERTIES_CHARS}"
+        else:
+            problem = self._check_topic(msg.topic) or self._check_queue(msg.topic, msg.queue_id)
+            if problem is None:
+                for name in ("flag", "sys_flag", "born_timestamp", "reconsume_times",
+                             "prepared_transaction_offset"):
+                    if type(getattr(msg, name)) is not int:
+                        problem = f"{name} must be an int, got {type(getattr(msg, name)).__name__}"
+                        break
+        if problem:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
+        return None
+
+    def check_messages(self, batch) -> PutMessageResult | None:
+        problem = None
+        if not isinstance(batch, MessageBatch):
+            problem = f"expected a MessageBatch, got {type(batch).__name__}"
+        elif not batch.items:
+            problem = "a batch needs at least one message"
+        elif len(batch.items) > self.config.max_msgs_num_batch * 1000:
+            problem = f"batch of {len(batch.items)} messages is too large"
+        else:
+            problem = self._check_topic(batch.topic) or self._check_queue(batch.topic, batch.queue_id)
+            if problem is None:
+                for i, item in enumerate(batch.items):
+                    if not isinstance(item.body, (bytes, bytearray, memoryview)):
+                        problem = f"batch item {i}: body must be bytes, got {type(item.body).__name__}"
+                        break
+                    if not isinstance(item.properties, str):
+                        problem = f"batch item {i}: properties must be a str"
+                        break
+        if problem:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
+        return None
+
+    # -- puts ----------------------------------------------------------------------
+    def async_put_message(self, msg: Message) -> Future:
+        """Put one message; the future resolves when its flush/replication promise is kept."""
+        begin = time.perf_counter()
+        result = self.check_store_status() or self.check_message(msg)
+        if result is None:
+            result = self.commit_log.put_message(msg)
+        return self._after_put(msg.topic if isinstance(msg, Message) else "?", msg, result, begin)
+
+    def async_put_messages(self, batch: MessageBatch) -> Future:
+        begin = time.perf_counter()
+        result = self.check_store_status() or self.check_messages(batch)
+        if result is None:
+            result = self.commit_log.put_messages(batch)
+        return self._after_put(getattr(batch, "topic", "?"), batch, result, begin)
+
+    def put_message(self, msg: Message) -> PutMessageResult:
+        return self._wait(self.async_put_message(msg))
+
+    def put_messages(self, batch: MessageBatch) -> PutMessageResult:
+        return self._wait(self.async_put_messages(batch))
+
+    def _wait(self, future: Future) -> PutMessageResult:
+        if future.done():
+            return future.result()
+        try:
+            return future.result(self.config.sync_flush_timeout / 1000.0 + 5)
+        except FuturesTimeout:  # the flush service itself is stuck
+            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                                    message="no answer from the flush service in time")
+
+    def _after_put(self, topic, msg, result: PutMessageResult, begin: float) -> Future:
+        future: Future = Future()
+        if not result.ok:
+            self.stats.record(topic, result, (time.perf_counter() - begin) * 1000)
+            future.set_result(result)
+            return future
+        msg_num = result.append_result.msg_num
+        flush = self._submit_flush_request(result, msg)
+        if flush is None:
+            self._finish(future, topic, result, self._replica_status(msg), begin, msg_num)
+        else:
+            def done(f, future=future):
+                status = f.result()
+                if status is PutMessageStatus.PUT_OK:
+                    status = self._replica_status(msg)
+                self._finish(future, topic, result, status, begin, msg_num)
+
+            flush.add_done_callback(done)
+        return future
+
+    def _finish(self, future, topic, result, status, begin, msg_num):
+        if status is not PutMessageStatus.PUT_OK:
+            result = PutMessageResult(status, result.append_result, {
+                PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
+                PutMessageStatus.SLAVE_NOT_AVAILABLE: "SYNC_MASTER with no slave to replicate to",
+            }.get(status, ""))
+        self.stats.record(topic, result, (time.perf_counter() - begin) * 1000, msg_num)
+        future.set_result(result)
+
+    def _submit_flush_request(self, result: PutMessageResult, msg) -> Future | None:
+        ar = result.append_result
+        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            service = self.group_commit_service
+            if msg.wait_store_msg_ok:
+                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, self.config.sync_flush_timeout)
+                service.put_request(req)
+                return req.future  # the service answers FLUSH_DISK_TIMEOUT past the deadline
+            service.wakeup()
+            return None
+        if self.commit_service is not None:
+            self.commit_service.wakeup()
+        else:
+            self.flush_service.wakeup()
+        return None
+
+    def _replica_status(self, msg) -> PutMessageStatus:
+        if self.config.broker_role is BrokerRole.SYNC_MASTER and msg.wait_store_msg_ok:
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        return PutMessageStatus.PUT_OK
+
+    # -- inspection ----------------------------------------------------------------
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.get_min_offset()
+
+    def positions(self) -> list[dict]:
+        """Every commitlog file's positions, as the fixture manifests record them."""
+        return [{"file": os.path.basename(mf.file_name), "fileFromOffset": mf.file_from_offset,
+                 "wrotePosition": mf.wrote_position, "committedPosition": mf.committed_position,
+                 "flushedPosition": mf.flushed_position, "readPosition": mf.read_position,
+                 "isFull": mf.is_full(), "hasWriteBuffer": mf.has_write_buffer}
+                for mf in self.commit_log.mapped_file_queue.mapped_files]
