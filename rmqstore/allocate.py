@@ -163,9 +163,12 @@ class AllocateMappedFileService:
         try:
             mf = MappedFile(req.file_path, req.file_size, self.transient_store_pool)
             cfg = self.config
-            if cfg.warm_mapped_file_enable and req.file_size >= cfg.mapped_file_size_commit_log:
-                mf.warm_mapped_file(cfg.flush_disk_type.value == "SYNC_FLUSH",
-                                    cfg.flush_least_pages_when_warm_mapped_file)
+            if req.file_size >= cfg.mapped_file_size_commit_log:
+                if cfg.warm_mapped_file_enable:
+                    mf.warm_mapped_file(cfg.flush_disk_type.value == "SYNC_FLUSH",
+                                        cfg.flush_least_pages_when_warm_mapped_file)
+                elif cfg.pre_fault_mapped_file and mf.write_buffer is None:
+                    mf.pre_fault()
             req.mapped_file = mf
             self.created += 1
         except BaseException as exc:  # reported to the waiting put as a failed allocation

@@ -31,6 +31,8 @@ import struct
 import threading
 import time
 
+from zlib import crc32 as _crc32
+
 from .crc import crc32
 from .errors import LayoutError
 from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
@@ -38,7 +40,7 @@ from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
                      message_header_struct, store_timestamp_position)
 from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
-from .properties import DELAY, REAL_QID, REAL_TOPIC, string_to_properties, properties_to_string
+from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
 from .record import Address, MAX_TOPIC_BYTES_V1, create_message_id
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .sysflag import (BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_COMMIT_TYPE,
@@ -72,6 +74,7 @@ _BLANK = BLANK_RECORD.struct
 _STORE_TS_POS_V4 = store_timestamp_position(0)
 _STORE_TS_POS_V6 = store_timestamp_position(BORNHOST_V6_FLAG)
 _NO_QUEUE_ADVANCE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+_PUT_OK = AppendMessageStatus.PUT_OK
 
 
 class PutMessageSpinLock:
@@ -136,6 +139,8 @@ class MessageEncoder:
         self.max_record_size = max_message_size + 64 * 1024
         self.default_store_host = default_store_host
         self._addr_cache: dict = {}
+        self._topic_cache: dict = {}
+        self._headers = {(b, st): message_header_struct(b, st) for b in (False, True) for st in (False, True)}
 
     def address(self, value) -> Address:
         if value is None:
@@ -150,48 +155,57 @@ class MessageEncoder:
                 self._addr_cache[value] = addr
             return addr
 
+    def _topic_part(self, topic: str):
+        """(length byte + UTF-8 topic) for a topic, or None when it cannot be stored; cached."""
+        try:
+            return self._topic_cache[topic]
+        except KeyError:
+            topic_b = topic.encode("utf-8")
+            part = bytes([len(topic_b)]) + topic_b if len(topic_b) <= MAX_TOPIC_BYTES_V1 else None
+            if len(self._topic_cache) < 65536:
+                self._topic_cache[topic] = part
+            return part
+
     def encode(self, msg: Message, topic: str, queue_id: int, properties: str,
                sys_flag: int) -> EncodedMessage | PutMessageResult:
         body = msg.body
         born = self.address(msg.born_host)
         store = self.address(msg.store_host)
-        sys_flag = sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-        if len(born.ip) == 16:
+        born_v6 = len(born.ip) == 16
+        store_v6 = len(store.ip) == 16
+        sys_flag &= ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+        if born_v6:
             sys_flag |= BORNHOST_V6_FLAG
-        if len(store.ip) == 16:
+        if store_v6:
             sys_flag |= STOREHOSTADDRESS_V6_FLAG
-        if len(body) > self.max_message_size:
+        body_len = len(body)
+        if body_len > self.max_message_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"message body is {len(body)} bytes, over max_message_size {self.max_message_size}"))
-        topic_b = topic.encode("utf-8")
-        if len(topic_b) > MAX_TOPIC_BYTES_V1:
+                f"message body is {body_len} bytes, over max_message_size {self.max_message_size}"))
+        topic_part = self._topic_part(topic)
+        if topic_part is None:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"topic {topic[:40]!r}... is {len(topic_b)} UTF-8 bytes; a record holds at most "
-                f"{MAX_TOPIC_BYTES_V1}"))
+                f"topic {topic[:40]!r}... is {len(topic.encode('utf-8'))} UTF-8 bytes; a record holds at "
+                f"most {MAX_TOPIC_BYTES_V1}"))
         props_b = properties.encode("utf-8")
-        if len(props_b) > 32767:
+        props_len = len(props_b)
+        if props_len > 32767:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
-                f"properties are {len(props_b)} UTF-8 bytes; a record holds at most 32767"))
-        header = message_header_struct(len(born.ip) == 16, len(store.ip) == 16)
-        total = header.size + len(body) + 1 + len(topic_b) + 2 + len(props_b)
+                f"properties are {props_len} UTF-8 bytes; a record holds at most 32767"))
+        header = self._headers[born_v6, store_v6]
+        total = header.size + body_len + len(topic_part) + 2 + props_len
         if total > self.max_record_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"record is {total} bytes, over the limit {self.max_record_size}"))
         try:
-            data = bytearray(header.pack(
-                total, MESSAGE_MAGIC_CODE, crc32(body), queue_id, msg.flag, 0, 0, sys_flag,
-                msg.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
-                msg.reconsume_times, msg.prepared_transaction_offset, len(body)))
+            head = header.pack(total, MESSAGE_MAGIC_CODE, _crc32(body) & 0x7FFFFFFF, queue_id, msg.flag, 0, 0,
+                               sys_flag, msg.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
+                               msg.reconsume_times, msg.prepared_transaction_offset, body_len)
         except struct.error as exc:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"a field is out of range: {exc}")
-        data += body
-        data.append(len(topic_b))
-        data += topic_b
-        data += len(props_b).to_bytes(2, "big")
-        data += props_b
-        ts_pos = _STORE_TS_POS_V6 if sys_flag & BORNHOST_V6_FLAG else _STORE_TS_POS_V4
-        return EncodedMessage(data, ts_pos, f"{topic}-{queue_id}", sys_flag & TRANSACTION_MASK, store,
-                              msg.store_timestamp, msg.queue_offset, msg)
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(msg, exc))
+        data = b"".join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
+        return EncodedMessage(data, _STORE_TS_POS_V6 if born_v6 else _STORE_TS_POS_V4, (topic, queue_id),
+                              sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
 
     def encode_batch(self, batch: MessageBatch) -> EncodedBatch | PutMessageResult:
         born = self.address(batch.born_host)
@@ -244,7 +258,20 @@ class MessageEncoder:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"batch bodies total {total_body} bytes, over max_message_size {self.max_message_size}"))
         ts_pos = _STORE_TS_POS_V6 if sys_flag & BORNHOST_V6_FLAG else _STORE_TS_POS_V4
-        return EncodedBatch(data, lengths, ts_pos, f"{batch.topic}-{batch.queue_id}", store, batch)
+        return EncodedBatch(data, lengths, ts_pos, (batch.topic, batch.queue_id), store, batch)
+
+
+def _field_problem(msg, exc) -> str:
+    """Name the message field that did not fit its slot in the record."""
+    limits = {"flag": 31, "sys_flag": 31, "reconsume_times": 31, "born_timestamp": 63,
+              "prepared_transaction_offset": 63}
+    for name, bits in limits.items():
+        value = getattr(msg, name, None)
+        if type(value) is not int:
+            return f"{name} must be an int, got {type(value).__name__}"
+        if not -2**bits <= value < 2**bits:
+            return f"{name} {value} does not fit in {bits + 1} bits"
+    return f"a record field is out of range: {exc}"
 
 
 def _zero_fill(buf, start: int, end: int) -> None:
@@ -274,16 +301,14 @@ class DefaultAppendMessageCallback:
             queue_offset = table.get(key, 0)
         if enc.tran_type in _NO_QUEUE_ADVANCE:
             queue_offset = 0
-        data = enc.data
-        _QO_PHY.pack_into(data, QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
-        _I64.pack_into(data, enc.store_ts_pos, store_ts)
-        buf[pos:pos + msg_len] = data
+        buf[pos:pos + msg_len] = enc.data
+        _QO_PHY.pack_into(buf, pos + QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
+        _I64.pack_into(buf, pos + enc.store_ts_pos, store_ts)
         if enc.tran_type not in _NO_QUEUE_ADVANCE:
             if enc.queue_offset is None or queue_offset + 1 > table.get(key, 0):
                 table[key] = queue_offset + 1
-        return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset, msg_len,
-                                   create_message_id(enc.store_host, wrote_offset),
-                                   store_ts, queue_offset, 1)
+        return AppendMessageResult(_PUT_OK, wrote_offset, msg_len, None, store_ts, queue_offset, 1,
+                                   store_host=enc.store_host)
 
     def _blank(self, buf, pos, max_blank, wrote_offset, store_ts):
         _BLANK.pack_into(buf, pos, max_blank, BLANK_MAGIC_CODE)
@@ -303,19 +328,18 @@ class DefaultAppendMessageCallback:
         data = enc.data
         ts_pos = enc.store_ts_pos
         rel = 0
-        ids = []
-        host = enc.store_host
+        offsets = []
         for length in enc.lengths:
             phys = wrote_offset + rel
             _QO_PHY.pack_into(data, rel + QUEUE_OFFSET_POSITION, queue_offset, phys)
             _I64.pack_into(data, rel + ts_pos, store_ts)
-            ids.append(create_message_id(host, phys))
+            offsets.append(phys)
             queue_offset += 1
             rel += length
         buf[pos:pos + enc.length] = data
         table[key] = queue_offset
-        return AppendMessageResult(AppendMessageStatus.PUT_OK, wrote_offset, enc.length, ",".join(ids),
-                                   store_ts, begin_queue_offset, len(enc.lengths))
+        return AppendMessageResult(_PUT_OK, wrote_offset, enc.length, None, store_ts, begin_queue_offset,
+                                   len(enc.lengths), store_host=enc.store_host, offsets=offsets)
 
 
 class CommitLog:
@@ -367,6 +391,8 @@ class CommitLog:
             level = msg.delay_time_level
             if level > 0:
                 pmap = string_to_properties(props)
+                if WAIT not in pmap:  # the broker strips WAIT=true from the string but keeps it in the map
+                    pmap[WAIT] = "true"
                 if level > self.max_delay_level:
                     level = self.max_delay_level
                     pmap[DELAY] = str(level)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
 
 __all__ = ["PutMessageStatus", "AppendMessageStatus", "AppendMessageResult", "PutMessageResult"]
 
@@ -30,31 +29,65 @@ class AppendMessageStatus(enum.Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
-@dataclass
 class AppendMessageResult:
-    """What ``do_append`` did: where it wrote, how much, and the queue offset it used."""
+    """What ``do_append`` did: where it wrote, how much, and the queue offset it used.
 
-    status: AppendMessageStatus
-    wrote_offset: int = 0
-    wrote_bytes: int = 0
-    msg_id: str = ""
-    store_timestamp: int = 0
-    logics_offset: int = 0
-    msg_num: int = 1
-    pagecache_rt: int = 0
+    ``msg_id`` is computed on first access (RocketMQ uses a supplier for the same reason:
+    most puts never look at it).
+    """
+
+    __slots__ = ("status", "wrote_offset", "wrote_bytes", "_msg_id", "store_host", "store_timestamp",
+                 "logics_offset", "msg_num", "pagecache_rt", "_offsets")
+
+    def __init__(self, status, wrote_offset=0, wrote_bytes=0, msg_id=None, store_timestamp=0,
+                 logics_offset=0, msg_num=1, pagecache_rt=0, *, store_host=None, offsets=None):
+        self.status = status
+        self.wrote_offset = wrote_offset
+        self.wrote_bytes = wrote_bytes
+        self._msg_id = msg_id
+        self.store_host = store_host
+        self.store_timestamp = store_timestamp
+        self.logics_offset = logics_offset
+        self.msg_num = msg_num
+        self.pagecache_rt = pagecache_rt
+        self._offsets = offsets
+
+    @property
+    def msg_id(self) -> str:
+        """Offset msgId(s): comma-joined for a batch, "" for a blank."""
+        if self._msg_id is None:
+            if self.store_host is None:
+                self._msg_id = ""
+            else:
+                from .record import create_message_id
+
+                offsets = self._offsets if self._offsets is not None else (self.wrote_offset,)
+                self._msg_id = ",".join(create_message_id(self.store_host, o) for o in offsets)
+        return self._msg_id
 
     @property
     def ok(self) -> bool:
         return self.status is AppendMessageStatus.PUT_OK
 
+    def __repr__(self) -> str:
+        return (f"AppendMessageResult({self.status.name}, wrote_offset={self.wrote_offset}, "
+                f"wrote_bytes={self.wrote_bytes}, logics_offset={self.logics_offset}, msg_num={self.msg_num})")
 
-@dataclass
+
 class PutMessageResult:
     """The store's answer to a put. ``message`` explains any status other than PUT_OK."""
 
-    status: PutMessageStatus
-    append_result: AppendMessageResult | None = None
-    message: str = ""
+    __slots__ = ("status", "append_result", "message")
+
+    def __init__(self, status: PutMessageStatus, append_result: AppendMessageResult | None = None,
+                 message: str = ""):
+        self.status = status
+        self.append_result = append_result
+        self.message = message
+
+    def __eq__(self, other):
+        return (isinstance(other, PutMessageResult) and self.status is other.status
+                and self.message == other.message)
 
     @property
     def ok(self) -> bool:

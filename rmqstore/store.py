@@ -27,8 +27,8 @@ import os
 import re
 import threading
 import time
+from time import perf_counter as _perf
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FuturesTimeout
 
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
@@ -52,6 +52,16 @@ MAX_PROPERTIES_CHARS = 32767
 MAX_QUEUE_ID = 2**31 - 1
 
 
+_PUT_OK = PutMessageStatus.PUT_OK
+
+
+def _bucket(elapsed_ms: float) -> int:
+    for i, bound in enumerate((0, 10, 50, 100, 200, 500)):
+        if elapsed_ms <= bound:
+            return i
+    return 6
+
+
 class StoreStats:
     """Put statistics (a slice of RocketMQ's StoreStatsService)."""
 
@@ -64,26 +74,20 @@ class StoreStats:
         self.put_message_distribute_time = [0] * 7  # <=0ms, 0-10, 10-50, 50-100, 100-200, 200-500, >500
         self.status_counts: dict[str, int] = {}
 
-    _BOUNDS = (0, 10, 50, 100, 200, 500)
-
     def record(self, topic: str, result: PutMessageResult, elapsed_ms: float, msg_num: int = 1) -> None:
         with self._lock:
-            name = result.status.name
-            self.status_counts[name] = self.status_counts.get(name, 0) + 1
-            if result.ok:
-                ar = result.append_result
+            if result.status is _PUT_OK:
                 self.put_message_times_total[topic] = self.put_message_times_total.get(topic, 0) + msg_num
-                self.put_message_size_total[topic] = self.put_message_size_total.get(topic, 0) + ar.wrote_bytes
+                self.put_message_size_total[topic] = (self.put_message_size_total.get(topic, 0)
+                                                      + result.append_result.wrote_bytes)
             else:
                 self.put_message_failed_times += 1
+            name = result.status.name
+            self.status_counts[name] = self.status_counts.get(name, 0) + 1
             if elapsed_ms > self.put_message_entire_time_max:
                 self.put_message_entire_time_max = elapsed_ms
-            for i, bound in enumerate(self._BOUNDS):
-                if elapsed_ms <= bound:
-                    self.put_message_distribute_time[i] += 1
-                    break
-            else:
-                self.put_message_distribute_time[-1] += 1
+            i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
+            self.put_message_distribute_time[i] += 1
 
     def snapshot(self) -> dict:
         with self._lock:
@@ -111,6 +115,7 @@ class MessageStore:
         self.config = config
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)
         self.topic_queue_nums = dict(topic_queue_nums or {})
+        self._good_topics: dict[str, int] = {}  # topics already checked -> queue id limit
         self.transient_store_pool = None
         if config.is_transient_store_pool_enabled:
             self.transient_store_pool = TransientStorePool(config.transient_store_pool_size,
@@ -127,6 +132,8 @@ class MessageStore:
         self.writeable = True
         self.shutdown_flag = True
         self._started = False
+        self._async_pool = None
+        self._async_pool_lock = threading.Lock()
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -161,7 +168,7 @@ class MessageStore:
                     stop = True
                     break
                 if rec.sys_flag & TRANSACTION_MASK not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
-                    key = f"{rec.topic}-{rec.queue_id}"
+                    key = (rec.topic, rec.queue_id)
                     table[key] = max(table.get(key, 0), rec.queue_offset + 1)
                 pos += rec.total_size
             end = mf.file_from_offset + pos
@@ -205,6 +212,8 @@ class MessageStore:
         if self.shutdown_flag:
             return
         self.shutdown_flag = True
+        if self._async_pool is not None:
+            self._async_pool.shutdown(wait=True)
         # commit first (it pokes flush), then flush, as RocketMQ stops them
         if self.commit_service is not None:
             self.commit_service.shutdown()
@@ -273,6 +282,11 @@ class MessageStore:
         return None
 
     def check_message(self, msg) -> PutMessageResult | None:
+        """``checkMessage``: None when the message may be put, else MESSAGE_ILLEGAL and why."""
+        if (type(msg) is Message and msg.topic in self._good_topics and type(msg.queue_id) is int
+                and 0 <= msg.queue_id < self._good_topics[msg.topic] and type(msg.properties) is str
+                and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes):
+            return None  # the common case, decided without building messages
         problem = None
         if not isinstance(msg, Message):
             problem = f"expected a Message, got {type(msg).__name__}"
@@ -292,6 +306,8 @@ class MessageStore:
                         break
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
+        if len(self._good_topics) < 100_000:
+            self._good_topics[msg.topic] = self.topic_queue_nums.get(msg.topic, MAX_QUEUE_ID + 1)
         return None
 
     def check_messages(self, batch) -> PutMessageResult | None:
@@ -317,80 +333,77 @@ class MessageStore:
         return None
 
     # -- puts ----------------------------------------------------------------------
-    def async_put_message(self, msg: Message) -> Future:
-        """Put one message; the future resolves when its flush/replication promise is kept."""
-        begin = time.perf_counter()
+    def put_message(self, msg: Message) -> PutMessageResult:
+        """Put one message and wait for what the configuration promises (sync flush, slave)."""
+        begin = _perf()
         result = self.check_store_status() or self.check_message(msg)
         if result is None:
             result = self.commit_log.put_message(msg)
-        return self._after_put(msg.topic if isinstance(msg, Message) else "?", msg, result, begin)
+            if result.status is _PUT_OK:
+                result = self._wait_flush_and_replica(result, msg)
+        self.stats.record(msg.topic if isinstance(msg, Message) else "?", result, (_perf() - begin) * 1000,
+                          result.append_result.msg_num if result.status is _PUT_OK else 1)
+        return result
 
-    def async_put_messages(self, batch: MessageBatch) -> Future:
-        begin = time.perf_counter()
+    def put_messages(self, batch: MessageBatch) -> PutMessageResult:
+        """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
+        begin = _perf()
         result = self.check_store_status() or self.check_messages(batch)
         if result is None:
             result = self.commit_log.put_messages(batch)
-        return self._after_put(getattr(batch, "topic", "?"), batch, result, begin)
+            if result.status is _PUT_OK:
+                result = self._wait_flush_and_replica(result, batch)
+        self.stats.record(getattr(batch, "topic", "?"), result, (_perf() - begin) * 1000,
+                          result.append_result.msg_num if result.status is _PUT_OK else 1)
+        return result
 
-    def put_message(self, msg: Message) -> PutMessageResult:
-        return self._wait(self.async_put_message(msg))
+    def async_put_message(self, msg: Message) -> Future:
+        """Like ``asyncPutMessage``: a future of the result (resolved when the promise is kept)."""
+        return self._submit_async(self.put_message, msg)
 
-    def put_messages(self, batch: MessageBatch) -> PutMessageResult:
-        return self._wait(self.async_put_messages(batch))
+    def async_put_messages(self, batch: MessageBatch) -> Future:
+        return self._submit_async(self.put_messages, batch)
 
-    def _wait(self, future: Future) -> PutMessageResult:
-        if future.done():
-            return future.result()
-        try:
-            return future.result(self.config.sync_flush_timeout / 1000.0 + 5)
-        except FuturesTimeout:  # the flush service itself is stuck
-            return PutMessageResult(PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                                    message="no answer from the flush service in time")
+    def _submit_async(self, fn, arg) -> Future:
+        # appends are serialised by the put lock anyway; waiting for the flush is what may block,
+        # so the wait happens on a small pool and the caller gets a future at once
+        if self._async_pool is None:
+            from concurrent.futures import ThreadPoolExecutor
 
-    def _after_put(self, topic, msg, result: PutMessageResult, begin: float) -> Future:
-        future: Future = Future()
-        if not result.ok:
-            self.stats.record(topic, result, (time.perf_counter() - begin) * 1000)
-            future.set_result(result)
+            with self._async_pool_lock:
+                if self._async_pool is None:
+                    self._async_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
+        if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH and \
+                self.config.broker_role is not BrokerRole.SYNC_MASTER:
+            future: Future = Future()
+            future.set_result(fn(arg))  # nothing to wait for
             return future
-        msg_num = result.append_result.msg_num
-        flush = self._submit_flush_request(result, msg)
-        if flush is None:
-            self._finish(future, topic, result, self._replica_status(msg), begin, msg_num)
-        else:
-            def done(f, future=future):
-                status = f.result()
-                if status is PutMessageStatus.PUT_OK:
-                    status = self._replica_status(msg)
-                self._finish(future, topic, result, status, begin, msg_num)
+        return self._async_pool.submit(fn, arg)
 
-            flush.add_done_callback(done)
-        return future
-
-    def _finish(self, future, topic, result, status, begin, msg_num):
-        if status is not PutMessageStatus.PUT_OK:
-            result = PutMessageResult(status, result.append_result, {
-                PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
-                PutMessageStatus.SLAVE_NOT_AVAILABLE: "SYNC_MASTER with no slave to replicate to",
-            }.get(status, ""))
-        self.stats.record(topic, result, (time.perf_counter() - begin) * 1000, msg_num)
-        future.set_result(result)
-
-    def _submit_flush_request(self, result: PutMessageResult, msg) -> Future | None:
-        ar = result.append_result
-        if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+    def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
+        status = _PUT_OK
+        cfg = self.config
+        if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             service = self.group_commit_service
             if msg.wait_store_msg_ok:
-                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, self.config.sync_flush_timeout)
+                ar = result.append_result
+                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout)
                 service.put_request(req)
-                return req.future  # the service answers FLUSH_DISK_TIMEOUT past the deadline
-            service.wakeup()
-            return None
-        if self.commit_service is not None:
+                status = req.wait(cfg.sync_flush_timeout / 1000.0 + 1.0)
+            else:
+                service.wakeup()
+        elif self.commit_service is not None:
             self.commit_service.wakeup()
         else:
             self.flush_service.wakeup()
-        return None
+        if status is _PUT_OK:
+            status = self._replica_status(msg)
+        if status is _PUT_OK:
+            return result
+        return PutMessageResult(status, result.append_result, {
+            PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
+            PutMessageStatus.SLAVE_NOT_AVAILABLE: "SYNC_MASTER with no slave to replicate to",
+        }.get(status, ""))
 
     def _replica_status(self, msg) -> PutMessageStatus:
         if self.config.broker_role is BrokerRole.SYNC_MASTER and msg.wait_store_msg_ok:

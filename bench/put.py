@@ -1,0 +1,171 @@
+"""Put-path throughput: single and batch puts, async and sync flush, 1..N threads.
+
+Prints a table and writes JSON (``--json PATH``).  Every configuration runs ``--repeat``
+times in a fresh store; the table shows the median, and a raw baseline measured in the
+same run: the same records, pre-encoded, appended to a buffered file (the cost of the
+bytes alone, with no store logic).
+
+    python bench/put.py                      # full run (about 2-4 minutes on 2 cores)
+    python bench/put.py --quick              # smaller counts, for a smoke check
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig  # noqa: E402
+from rmqstore.record import Address, encode_message  # noqa: E402
+
+BODY = bytes(range(256)) * 4  # 1 KiB
+PROPS = "TAGS\x01TagA\x02KEYS\x01order-1\x02UNIQ_KEY\x017F0000013DBD5FFD2B276CF89D220000"
+FILE_SIZE = 64 * 1024 * 1024
+
+
+def make_store(root: str, flush: str) -> MessageStore:
+    cfg = StoreConfig(mapped_file_size_commit_log=FILE_SIZE, flush_disk_type=flush)
+    store = MessageStore(root, cfg)
+    store.start()
+    return store
+
+
+def run_single(flush: str, threads: int, count: int) -> float:
+    root = tempfile.mkdtemp(prefix="rmqbench-")
+    store = make_store(root, flush)
+    per_thread = count // threads
+    msgs = [[Message("BenchTopic", BODY, queue_id=t % 8, properties=PROPS, born_host="10.0.0.1:5000",
+                     born_timestamp=1_700_000_000_000) for _ in range(per_thread)] for t in range(threads)]
+    barrier = threading.Barrier(threads + 1)
+    failures = []
+
+    def worker(batch):
+        put = store.put_message
+        barrier.wait()
+        for m in batch:
+            r = put(m)
+            if r.status.name != "PUT_OK":
+                failures.append(r)
+
+    ts = [threading.Thread(target=worker, args=(msgs[t],)) for t in range(threads)]
+    for t in ts:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    dt = time.perf_counter() - t0
+    store.shutdown()
+    shutil.rmtree(root, ignore_errors=True)
+    if failures:
+        raise SystemExit(f"{len(failures)} puts failed, first: {failures[0]}")
+    return per_thread * threads / dt
+
+
+def run_batch(flush: str, threads: int, count: int, batch_size: int) -> float:
+    root = tempfile.mkdtemp(prefix="rmqbench-")
+    store = make_store(root, flush)
+    per_thread = count // threads // batch_size
+    items = [BatchItem(BODY, PROPS) for _ in range(batch_size)]
+    batches = [[MessageBatch("BenchTopic", items, queue_id=t % 8, born_host="10.0.0.1:5000",
+                             born_timestamp=1_700_000_000_000) for _ in range(per_thread)]
+               for t in range(threads)]
+    barrier = threading.Barrier(threads + 1)
+    failures = []
+
+    def worker(bs):
+        put = store.put_messages
+        barrier.wait()
+        for b in bs:
+            r = put(b)
+            if r.status.name != "PUT_OK":
+                failures.append(r)
+
+    ts = [threading.Thread(target=worker, args=(batches[t],)) for t in range(threads)]
+    for t in ts:
+        t.start()
+    barrier.wait()
+    t0 = time.perf_counter()
+    for t in ts:
+        t.join()
+    dt = time.perf_counter() - t0
+    store.shutdown()
+    shutil.rmtree(root, ignore_errors=True)
+    if failures:
+        raise SystemExit(f"{len(failures)} batch puts failed, first: {failures[0]}")
+    return per_thread * threads * batch_size / dt
+
+
+def run_raw(count: int) -> float:
+    """Pre-encoded records appended to a buffered file: the floor of any put path."""
+    rec = encode_message(queue_id=0, flag=0, queue_offset=0, physical_offset=0, sys_flag=0,
+                         born_timestamp=1_700_000_000_000, born_host=Address.parse("10.0.0.1:5000"),
+                         store_timestamp=0, store_host=Address.parse("127.0.0.1:10911"), reconsume_times=0,
+                         prepared_transaction_offset=0, body=BODY, topic="BenchTopic", properties=PROPS)
+    records = [rec] * count
+    fd, path = tempfile.mkstemp(prefix="rmqbench-raw-")
+    os.close(fd)
+    t0 = time.perf_counter()
+    with open(path, "wb", buffering=1 << 20) as f:
+        write = f.write
+        for r in records:
+            write(r)
+    dt = time.perf_counter() - t0
+    os.remove(path)
+    return count / dt
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small counts (smoke run)")
+    ap.add_argument("--repeat", type=int, default=None, help="runs per configuration (median reported)")
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "put.json"))
+    args = ap.parse_args(argv)
+    scale = 0.1 if args.quick else 1.0
+    repeat = args.repeat or (1 if args.quick else 5)
+    n_async = int(200_000 * scale)
+    n_sync = int(60_000 * scale)
+    n_batch = int(640_000 * scale)
+    cases = [
+        ("raw buffered append (baseline)", lambda: run_raw(n_batch), None),
+        ("single put, ASYNC_FLUSH, 1 thread", lambda: run_single("ASYNC_FLUSH", 1, n_async), 250_000),
+        ("single put, ASYNC_FLUSH, 4 threads", lambda: run_single("ASYNC_FLUSH", 4, n_async), None),
+        ("single put, SYNC_FLUSH, 1 thread", lambda: run_single("SYNC_FLUSH", 1, n_sync // 4), None),
+        ("single put, SYNC_FLUSH, 4 threads", lambda: run_single("SYNC_FLUSH", 4, n_sync), None),
+        ("single put, SYNC_FLUSH, 8 threads", lambda: run_single("SYNC_FLUSH", 8, n_sync), 50_000),
+        ("batch put x32, ASYNC_FLUSH, 1 thread", lambda: run_batch("ASYNC_FLUSH", 1, n_batch, 32), 1_000_000),
+        ("batch put x32, ASYNC_FLUSH, 4 threads", lambda: run_batch("ASYNC_FLUSH", 4, n_batch, 32), None),
+        ("batch put x32, SYNC_FLUSH, 1 thread", lambda: run_batch("SYNC_FLUSH", 1, n_batch // 4, 32), None),
+        ("batch put x32, SYNC_FLUSH, 4 threads", lambda: run_batch("SYNC_FLUSH", 4, n_batch // 4, 32), None),
+    ]
+    rows = []
+    raw_median = None
+    print(f"{'case':42s} {'median msgs/s':>14s} {'min':>10s} {'max':>10s} {'vs raw':>7s} {'target':>10s}")
+    for name, fn, target in cases:
+        values = [fn() for _ in range(repeat)]
+        med = statistics.median(values)
+        if raw_median is None:
+            raw_median = med
+        ratio = med / raw_median
+        met = "" if target is None else ("met" if med >= target else "MISSED")
+        print(f"{name:42s} {med:14,.0f} {min(values):10,.0f} {max(values):10,.0f} {ratio:7.2f} "
+              f"{(f'{target:,}' if target else ''):>10s} {met}", flush=True)
+        rows.append({"case": name, "median": med, "runs": values, "ratio_to_raw": ratio, "target": target})
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump({"python": sys.version, "cpus": os.cpu_count(), "repeat": repeat, "file_size": FILE_SIZE,
+                   "body_bytes": len(BODY), "rows": rows}, f, indent=1)
+    print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
