@@ -59,6 +59,10 @@ def java_string_hash(s: str) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+_TREEIFY_THRESHOLD = 8  # HashMap.TREEIFY_THRESHOLD
+_MIN_TREEIFY_CAPACITY = 64  # HashMap.MIN_TREEIFY_CAPACITY
+
+
 def _spread(key: str) -> int:
     h = java_string_hash(key) & 0xFFFFFFFF
     return h ^ (h >> 16)
@@ -68,7 +72,10 @@ class JavaHashMap(dict):
     """A ``dict`` whose iteration order is ``java.util.HashMap<String, String>``'s.
 
     Insertion order is remembered (for ties inside one bucket); the capacity follows
-    HashMap's growth rule and never shrinks on removal, as in Java.
+    HashMap's growth rules -- doubling when the size exceeds 3/4 of it, and also when a
+    new key joins a bucket that already holds 8 keys while the capacity is below 64 --
+    and never shrinks on removal, as in Java.  Not modelled: tree bins (a bucket of 9+
+    keys once the capacity is 64 or more), whose iteration order differs.
     """
 
     def __init__(self, *args, **kwargs):
@@ -78,6 +85,13 @@ class JavaHashMap(dict):
 
     def __setitem__(self, key, value):
         new = key not in self
+        if new and self._capacity < _MIN_TREEIFY_CAPACITY:
+            # HashMap#putVal: appending to a bin that already holds TREEIFY_THRESHOLD (8)
+            # nodes calls treeifyBin, which only resizes while the table is smaller than 64.
+            mask = self._capacity - 1
+            bucket = _spread(key) & mask
+            if sum(1 for k in super().__iter__() if _spread(k) & mask == bucket) >= _TREEIFY_THRESHOLD:
+                self._capacity *= 2
         super().__setitem__(key, value)
         if new and len(self) > self._capacity * 3 // 4:
             self._capacity *= 2

@@ -84,6 +84,8 @@ class Address(NamedTuple):
         if isinstance(text, Address):
             return text
         if isinstance(text, tuple):
+            if len(text) != 2:
+                raise LayoutError(f"an address tuple is (host, port), got {text!r}")
             host, port = text
         else:
             if not isinstance(text, str):
@@ -175,7 +177,7 @@ def decode_record(buf, pos: int = 0, *, check_crc: bool = False, limit: int | No
     :class:`CorruptRecordError` (with ``offset=pos``) for anything that is not a whole,
     self-consistent record -- or, with ``check_crc``, a record whose body CRC is wrong.
     """
-    end_of_buf = len(buf) if limit is None else limit
+    end_of_buf = len(buf) if limit is None else min(limit, len(buf))
     if pos < 0 or pos + 8 > end_of_buf:
         raise CorruptRecordError("fewer than 8 bytes left: no record header", pos)
     total, magic = _MAGIC.unpack_from(buf, pos)
@@ -267,6 +269,8 @@ def decode_message_id(msg_id: str) -> tuple[Address, int]:
         raw = bytes.fromhex(msg_id)
     except ValueError:
         raise LayoutError(f"msgId {msg_id!r} is not hexadecimal") from None
+    if len(raw) * 2 != len(msg_id):  # fromhex skips whitespace
+        raise LayoutError(f"msgId {msg_id!r} is not hexadecimal")
     ip_len = len(raw) - 12
     port = _I32.unpack_from(raw, ip_len)[0]
     return Address(raw[:ip_len], port), _OFFSET.unpack_from(raw, ip_len + 4)[0]

@@ -1,0 +1,64 @@
+"""Shared helpers for the test suite: the RocketMQ fixtures and a plain commitlog walk.
+
+``manifest(name)`` and ``commitlog_records(name)`` are cached; treat what they return
+as read-only.  Test modules import them with ``from conftest import ...`` (pytest puts
+this directory on ``sys.path``).
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from rmqstore.record import BlankRecord, decode_record
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+#: every fixture folder; ``crash`` has no ``puts`` (its manifest describes a killed run)
+ALL_FIXTURES = ("basic", "boundary", "txn_delay", "flush_async", "flush_sync", "flush_tsp", "crash")
+#: fixtures whose manifest lists every put
+PUT_FIXTURES = tuple(n for n in ALL_FIXTURES if n != "crash")
+
+_ZERO8 = bytes(8)
+
+
+@lru_cache(maxsize=None)
+def manifest(name: str) -> dict:
+    """The parsed ``tests/fixtures/<name>/manifest.json``."""
+    return json.loads((FIXTURES / name / "manifest.json").read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def commitlog_files(name: str, store: str = "store") -> tuple[tuple[int, bytes], ...]:
+    """``(start offset, file bytes)`` of every commitlog file of a fixture, in offset order."""
+    files = sorted((FIXTURES / name / store / "commitlog").iterdir(), key=lambda p: int(p.name))
+    return tuple((int(p.name), p.read_bytes()) for p in files)
+
+
+def walk_file(data: bytes, base: int = 0):
+    """Yield ``(physical offset, record)`` of one commitlog file, walking from position 0.
+
+    Each record is decoded with :func:`decode_record` and the walk advances by its
+    ``total_size``.  The walk stops after a blank (END_OF_FILE) record, which is yielded
+    too, or at 8 zero bytes (the unwritten part of the newest file).  Anything else that
+    does not decode raises, so a test walking a fixture fails loudly.
+    """
+    pos = 0
+    while pos + 8 <= len(data):
+        if data[pos:pos + 8] == _ZERO8:
+            return
+        rec = decode_record(data, pos)
+        yield base + pos, rec
+        if isinstance(rec, BlankRecord):
+            return
+        pos += rec.total_size
+
+
+@lru_cache(maxsize=None)
+def commitlog_records(name: str, store: str = "store") -> tuple:
+    """Every record ``(physical offset, record)`` of a fixture's commitlog, blanks included."""
+    out = []
+    for base, data in commitlog_files(name, store):
+        out.extend(walk_file(data, base))
+    return tuple(out)
