@@ -1,0 +1,203 @@
+"""Read-only walk over a store's commitlog: every record, in log order, and why the walk ended.
+
+The walk never writes: each segment is opened ``O_RDONLY`` and mapped with
+``mmap.ACCESS_READ``; no file is created, truncated or locked, so it is safe on a store
+that a broker is using or that a crash left behind (its ``abort`` file and pre-allocated
+next segment stay untouched).
+
+Rules, as RocketMQ's own walk (``CommitLog#checkMessageAndReturnSize``) sees a log:
+
+* segments are the files with 20-digit names, in offset order; each must start where the
+  previous one ended;
+* inside a segment, records follow each other from position 0; a blank (END_OF_FILE)
+  record ends the segment and the walk goes on in the next one;
+* 8 zero bytes -- space never written -- end the log;
+* a record that does not decode (bad magic, impossible length, truncated) ends the log.
+
+Body CRCs are *not* checked here (a bad CRC does not end the walk); callers compare
+``crc32(body)`` with ``body_crc`` themselves -- :mod:`rmqstore.dumpfmt` reports it.
+
+After the iteration :attr:`CommitLogScan.stop` says where and why the walk ended.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterator
+
+from .errors import CorruptRecordError, StoreError
+from .record import BlankRecord, decode_record
+
+__all__ = ["Segment", "ScanStop", "CommitLogScan", "find_commitlog_dir", "list_segments", "scan_commitlog"]
+
+_ZERO8 = bytes(8)
+_PROGRESS_STEP = 1 << 20  # report progress at most once per MiB (and at every segment end)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One commitlog file: its start offset (from its name), path and size on disk."""
+
+    offset: int
+    path: str
+    size: int
+
+    @property
+    def name(self) -> str:
+        return os.path.basename(self.path)
+
+
+@dataclass(frozen=True)
+class ScanStop:
+    """Where and why a walk ended.
+
+    ``kind`` is one of ``unwritten`` (8 zero bytes: the normal end of a log),
+    ``end_of_files`` (the last segment ended in a blank or is full), ``no_files``,
+    ``corrupt`` (a record that does not decode), ``gap`` (the next segment does not start
+    where the previous one ended) or ``unreadable`` (a segment cannot be mapped).
+    ``offset`` is the physical offset where the walk stopped; ``segments_not_read`` counts
+    the segment files after that point.
+    """
+
+    kind: str
+    offset: int
+    reason: str
+    segments_not_read: int = 0
+
+    @property
+    def clean(self) -> bool:
+        """True when the log simply ended (no corruption, no gap)."""
+        return self.kind in ("unwritten", "end_of_files", "no_files")
+
+    def __str__(self) -> str:
+        extra = f"; {self.segments_not_read} later segment file(s) not read" if self.segments_not_read else ""
+        return f"{self.reason} (at offset {self.offset}){extra}"
+
+
+def find_commitlog_dir(path) -> str:
+    """The commitlog directory of ``path``: ``path/commitlog`` or ``path`` itself if it holds segments."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise StoreError(f"{path}: no such store directory")
+    if not os.path.isdir(path):
+        raise StoreError(f"{path}: not a directory")
+    sub = os.path.join(path, "commitlog")
+    if os.path.isdir(sub):
+        return sub
+    if any(_is_segment_name(n) for n in os.listdir(path)):
+        return path
+    raise StoreError(f"{path}: not a store (no commitlog/ directory)")
+
+
+def _is_segment_name(name: str) -> bool:
+    return len(name) == 20 and name.isdigit()
+
+
+def list_segments(commitlog_dir) -> list[Segment]:
+    """The segment files (20-digit names) of a commitlog directory, sorted by offset."""
+    commitlog_dir = os.fspath(commitlog_dir)
+    out = []
+    for name in os.listdir(commitlog_dir):
+        if not _is_segment_name(name):
+            continue
+        path = os.path.join(commitlog_dir, name)
+        if not os.path.isfile(path):
+            continue
+        out.append(Segment(int(name), path, os.path.getsize(path)))
+    out.sort(key=lambda s: s.offset)
+    return out
+
+
+class CommitLogScan:
+    """Iterate ``(physical_offset, record)`` over a commitlog, read-only.
+
+    ``progress(done_bytes, total_bytes)`` is called now and then (``total_bytes`` = the
+    size of all segments).  Iterate once; then :attr:`stop` tells where and why it ended,
+    and :attr:`records`/:attr:`messages`/:attr:`blanks` count what was yielded.
+    """
+
+    def __init__(self, store_path, progress: Callable[[int, int], None] | None = None):
+        self.commitlog_dir = find_commitlog_dir(store_path)
+        self.segments = list_segments(self.commitlog_dir)
+        self.total_bytes = sum(s.size for s in self.segments)
+        self.progress = progress
+        self.stop: ScanStop | None = None
+        self.records = self.messages = self.blanks = 0
+
+    def __iter__(self) -> Iterator[tuple[int, object]]:
+        segments = self.segments
+        if not segments:
+            self.stop = ScanStop("no_files", 0, "the commitlog has no segment files")
+            return
+        done = 0
+        expected = segments[0].offset
+        for i, seg in enumerate(segments):
+            later = len(segments) - i - 1
+            if seg.offset != expected:
+                self.stop = ScanStop("gap", expected, f"segment {seg.name} does not start where the previous "
+                                     f"one ended ({expected})", later + 1)
+                return
+            end = yield from self._walk_segment(seg, done, later)
+            if end is not None:  # the log ended inside this segment
+                self.stop = end
+                self._report(done + seg.size)
+                return
+            done += seg.size
+            expected = seg.offset + seg.size
+            self._report(done)
+        self.stop = ScanStop("end_of_files", expected, "the last segment file ends")
+
+    def _report(self, done: int) -> None:
+        if self.progress is not None:
+            self.progress(done, self.total_bytes)
+
+    def _walk_segment(self, seg: Segment, done: int, later: int):
+        """Yield the records of one segment; return a ScanStop if the log ends in it."""
+        if seg.size == 0:
+            return ScanStop("unreadable", seg.offset, f"segment {seg.name} is empty (0 bytes)", later)
+        try:
+            fd = os.open(seg.path, os.O_RDONLY)
+        except OSError as exc:
+            return ScanStop("unreadable", seg.offset, f"cannot open segment {seg.name}: {exc.strerror}", later)
+        try:
+            try:
+                buf = mmap.mmap(fd, seg.size, access=mmap.ACCESS_READ)
+            except (OSError, ValueError) as exc:
+                return ScanStop("unreadable", seg.offset, f"cannot map segment {seg.name}: {exc}", later)
+            try:
+                size = seg.size
+                pos = 0
+                last_report = 0
+                while pos < size:
+                    if buf[pos:pos + 8] == _ZERO8:
+                        return ScanStop("unwritten", seg.offset + pos,
+                                        "8 zero bytes: the rest of the log was never written", later)
+                    try:
+                        rec = decode_record(buf, pos)
+                    except CorruptRecordError as exc:
+                        reason = str(exc).replace(f" (at offset {pos})", "")
+                        return ScanStop("corrupt", seg.offset + pos,
+                                        f"undecodable record in segment {seg.name} at position {pos}: {reason}",
+                                        later)
+                    self.records += 1
+                    yield seg.offset + pos, rec
+                    if isinstance(rec, BlankRecord):
+                        self.blanks += 1
+                        return None
+                    self.messages += 1
+                    pos += rec.total_size
+                    if self.progress is not None and pos - last_report >= _PROGRESS_STEP:
+                        last_report = pos
+                        self._report(done + pos)
+                return None
+            finally:
+                buf.close()
+        finally:
+            os.close(fd)
+
+
+def scan_commitlog(store_path, progress: Callable[[int, int], None] | None = None) -> CommitLogScan:
+    """A :class:`CommitLogScan` of ``store_path`` (a store root or a commitlog directory)."""
+    return CommitLogScan(store_path, progress)
