@@ -1,0 +1,87 @@
+"""Reference counting keeps a mapped file alive while it is read; async puts; allocate timeout."""
+
+import os
+import threading
+import time
+
+from rmqstore import Message, MessageStore, PutMessageStatus, StoreConfig
+from rmqstore.allocate import AllocateMappedFileService
+from rmqstore.mapped_file import MappedFile
+
+
+def test_file_stays_mapped_while_a_reader_holds_it(tmp_path):
+    mf = MappedFile(str(tmp_path / "00000000000000000000"), 4096)
+    assert mf.append_bytes(b"hello world")
+    view = mf.select_mapped_buffer(0)
+    assert bytes(view.buffer) == b"hello world"
+    assert mf.ref_count == 2
+    assert mf.destroy() is False  # a reader holds it: not unmapped, not deleted
+    assert not mf.is_available() and not mf.is_cleanup_over()
+    assert os.path.exists(mf.file_name)
+    assert bytes(view.buffer[:5]) == b"hello"  # still readable
+    assert mf.select_mapped_buffer(0) is None  # no new readers after shutdown
+    view.release()
+    assert mf.is_cleanup_over() and mf.ref_count == 0
+    assert mf.destroy() is True
+    assert not os.path.exists(mf.file_name)
+
+
+def test_select_respects_read_position(tmp_path):
+    mf = MappedFile(str(tmp_path / "00000000000000004096"), 4096)
+    mf.append_bytes(b"x" * 100)
+    assert mf.file_from_offset == 4096
+    assert mf.select_mapped_buffer(50, 51) is None  # past what was written
+    with mf.select_mapped_buffer(50, 50) as r:
+        assert r.start_offset == 4096 + 50 and r.size == 50
+    mf.destroy()
+
+
+def test_async_put_returns_future_with_the_result(tmp_path):
+    for flush in ("ASYNC_FLUSH", "SYNC_FLUSH"):
+        root = tmp_path / flush
+        with MessageStore(root, StoreConfig(mapped_file_size_commit_log=65536, flush_disk_type=flush)) as store:
+            futures = [store.async_put_message(Message("T", b"x" * 100, born_host="192.0.2.1:1")) for _ in range(50)]
+            results = [f.result(timeout=10) for f in futures]
+            assert all(r.status is PutMessageStatus.PUT_OK for r in results)
+            offsets = sorted(r.append_result.wrote_offset for r in results)
+            assert offsets == [i * results[0].append_result.wrote_bytes for i in range(50)]
+            if flush == "SYNC_FLUSH":  # acknowledged means flushed
+                assert store.commit_log.mapped_file_queue.flushed_where >= offsets[-1] + results[0].append_result.wrote_bytes
+
+
+def test_allocate_service_times_out_and_put_reports_create_failed(tmp_path):
+    cfg = StoreConfig(mapped_file_size_commit_log=65536, allocate_wait_timeout_ms=200)
+    svc = AllocateMappedFileService(cfg)  # never started: nobody serves the request
+    t0 = time.monotonic()
+    assert svc.put_request_and_return_mapped_file(str(tmp_path / "00000000000000000000"),
+                                                  str(tmp_path / "00000000000000065536"), 65536) is None
+    assert 0.15 < time.monotonic() - t0 < 2
+
+    store = MessageStore(tmp_path / "store", cfg)
+    store.start()
+    store.allocate_service.shutdown()  # the service is gone: no file can be created
+    r = store.put_message(Message("T", b"x", born_host="192.0.2.1:1"))
+    assert r.status is PutMessageStatus.CREATE_MAPEDFILE_FAILED and "commitlog file" in r.message
+    store.shutdown()
+
+
+def test_group_commit_timeout_is_flush_disk_timeout(tmp_path):
+    cfg = StoreConfig(mapped_file_size_commit_log=65536, flush_disk_type="SYNC_FLUSH", sync_flush_timeout=200)
+    store = MessageStore(tmp_path, cfg)
+    store.start()
+    release = threading.Event()
+    queue = store.commit_log.mapped_file_queue
+    real_flush = queue.flush
+
+    def stuck_flush(least_pages):  # a disk that does not answer
+        release.wait(5)
+        return real_flush(least_pages)
+
+    queue.flush = stuck_flush
+    r = store.put_message(Message("T", b"x" * 10, born_host="192.0.2.1:1"))
+    assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+    assert r.append_result.wrote_offset == 0  # written, just not known to be on disk
+    release.set()
+    queue.flush = real_flush
+    assert store.put_message(Message("T", b"y", born_host="192.0.2.1:1")).ok
+    store.shutdown()
