@@ -38,70 +38,49 @@ def make_store(root: str, flush: str) -> MessageStore:
     return store
 
 
-def run_single(flush: str, threads: int, count: int) -> float:
+def _timed(flush: str, work: list[list], put_name: str) -> float:
+    """Run one thread per work list against a fresh store; seconds from start barrier to last put."""
     root = tempfile.mkdtemp(prefix="rmqbench-")
     store = make_store(root, flush)
-    per_thread = count // threads
-    msgs = [[Message("BenchTopic", BODY, queue_id=t % 8, properties=PROPS, born_host="10.0.0.1:5000",
-                     born_timestamp=1_700_000_000_000) for _ in range(per_thread)] for t in range(threads)]
-    barrier = threading.Barrier(threads + 1)
+    put = getattr(store, put_name)
+    barrier = threading.Barrier(len(work) + 1)
     failures = []
 
-    def worker(batch):
-        put = store.put_message
+    def worker(items):
         barrier.wait()
-        for m in batch:
-            r = put(m)
+        for item in items:
+            r = put(item)
             if r.status.name != "PUT_OK":
                 failures.append(r)
 
-    ts = [threading.Thread(target=worker, args=(msgs[t],)) for t in range(threads)]
-    for t in ts:
+    threads = [threading.Thread(target=worker, args=(w,)) for w in work]
+    for t in threads:
         t.start()
     barrier.wait()
     t0 = time.perf_counter()
-    for t in ts:
+    for t in threads:
         t.join()
     dt = time.perf_counter() - t0
     store.shutdown()
     shutil.rmtree(root, ignore_errors=True)
     if failures:
-        raise SystemExit(f"{len(failures)} puts failed, first: {failures[0]}")
-    return per_thread * threads / dt
+        raise SystemExit(f"{len(failures)} {put_name} calls failed, first: {failures[0]}")
+    return dt
+
+
+def run_single(flush: str, threads: int, count: int) -> float:
+    per_thread = count // threads
+    work = [[Message("BenchTopic", BODY, queue_id=t % 8, properties=PROPS, born_host="10.0.0.1:5000",
+                     born_timestamp=1_700_000_000_000) for _ in range(per_thread)] for t in range(threads)]
+    return per_thread * threads / _timed(flush, work, "put_message")
 
 
 def run_batch(flush: str, threads: int, count: int, batch_size: int) -> float:
-    root = tempfile.mkdtemp(prefix="rmqbench-")
-    store = make_store(root, flush)
     per_thread = count // threads // batch_size
     items = [BatchItem(BODY, PROPS) for _ in range(batch_size)]
-    batches = [[MessageBatch("BenchTopic", items, queue_id=t % 8, born_host="10.0.0.1:5000",
-                             born_timestamp=1_700_000_000_000) for _ in range(per_thread)]
-               for t in range(threads)]
-    barrier = threading.Barrier(threads + 1)
-    failures = []
-
-    def worker(bs):
-        put = store.put_messages
-        barrier.wait()
-        for b in bs:
-            r = put(b)
-            if r.status.name != "PUT_OK":
-                failures.append(r)
-
-    ts = [threading.Thread(target=worker, args=(batches[t],)) for t in range(threads)]
-    for t in ts:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in ts:
-        t.join()
-    dt = time.perf_counter() - t0
-    store.shutdown()
-    shutil.rmtree(root, ignore_errors=True)
-    if failures:
-        raise SystemExit(f"{len(failures)} batch puts failed, first: {failures[0]}")
-    return per_thread * threads * batch_size / dt
+    work = [[MessageBatch("BenchTopic", items, queue_id=t % 8, born_host="10.0.0.1:5000",
+                          born_timestamp=1_700_000_000_000) for _ in range(per_thread)] for t in range(threads)]
+    return per_thread * threads * batch_size / _timed(flush, work, "put_messages")
 
 
 def run_raw(count: int) -> float:

@@ -335,26 +335,22 @@ class MessageStore:
     # -- puts ----------------------------------------------------------------------
     def put_message(self, msg: Message) -> PutMessageResult:
         """Put one message and wait for what the configuration promises (sync flush, slave)."""
-        begin = _perf()
-        result = self.check_store_status() or self.check_message(msg)
-        if result is None:
-            result = self.commit_log.put_message(msg)
-            if result.status is _PUT_OK:
-                result = self._wait_flush_and_replica(result, msg)
-        self.stats.record(msg.topic if isinstance(msg, Message) else "?", result, (_perf() - begin) * 1000,
-                          result.append_result.msg_num if result.status is _PUT_OK else 1)
-        return result
+        return self._put(msg, self.check_message, self.commit_log.put_message)
 
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
+        return self._put(batch, self.check_messages, self.commit_log.put_messages)
+
+    def _put(self, item, check, append) -> PutMessageResult:
         begin = _perf()
-        result = self.check_store_status() or self.check_messages(batch)
+        result = self.check_store_status() or check(item)
         if result is None:
-            result = self.commit_log.put_messages(batch)
+            result = append(item)
             if result.status is _PUT_OK:
-                result = self._wait_flush_and_replica(result, batch)
-        self.stats.record(getattr(batch, "topic", "?"), result, (_perf() - begin) * 1000,
-                          result.append_result.msg_num if result.status is _PUT_OK else 1)
+                result = self._wait_flush_and_replica(result, item)
+        ok = result.status is _PUT_OK
+        self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
+                          (_perf() - begin) * 1000, result.append_result.msg_num if ok else 1)
         return result
 
     def async_put_message(self, msg: Message) -> Future:
