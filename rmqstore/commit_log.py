@@ -169,8 +169,11 @@ class MessageEncoder:
     def encode(self, msg: Message, topic: str, queue_id: int, properties: str,
                sys_flag: int) -> EncodedMessage | PutMessageResult:
         body = msg.body
-        born = self.address(msg.born_host)
-        store = self.address(msg.store_host)
+        try:
+            born = self.address(msg.born_host)
+            store = self.address(msg.store_host)
+        except LayoutError as exc:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"bad host: {exc}")
         born_v6 = len(born.ip) == 16
         store_v6 = len(store.ip) == 16
         sys_flag &= ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
@@ -208,8 +211,11 @@ class MessageEncoder:
                               sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
 
     def encode_batch(self, batch: MessageBatch) -> EncodedBatch | PutMessageResult:
-        born = self.address(batch.born_host)
-        store = self.address(batch.store_host)
+        try:
+            born = self.address(batch.born_host)
+            store = self.address(batch.store_host)
+        except LayoutError as exc:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"bad host: {exc}")
         sys_flag = batch.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
         if len(born.ip) == 16:
             sys_flag |= BORNHOST_V6_FLAG
@@ -453,8 +459,8 @@ class CommitLog:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
                                             "could not create the next commitlog file")
                 result = mf.append_message(enc, callback)
-            self.begin_time_in_lock = 0
         finally:
+            self.begin_time_in_lock = 0  # also on the early returns (RocketMQ resets it there too)
             lock.release()
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result,
