@@ -39,6 +39,7 @@ from typing import Callable
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .dumpfmt import DumpFormatError, blank_from_json, json_to_message, record_to_json
 from .errors import RmqStoreError
+from .store_dir import infer_config
 from .scan import CommitLogScan, find_commitlog_dir, list_segments
 
 __all__ = ["main", "COMMANDS", "Command", "CliError", "Streams"]
@@ -219,7 +220,10 @@ def _load_config(args: argparse.Namespace) -> StoreConfig:
     elif args.commitlog_file_size:
         config = StoreConfig(mapped_file_size_commit_log=args.commitlog_file_size)
     elif args.append and os.path.isdir(args.store) and _has_segments(args.store):
-        config = StoreConfig(mapped_file_size_commit_log=_segment_size_of(args.store))
+        try:
+            config = infer_config(args.store)
+        except RmqStoreError as exc:
+            raise CliError(str(exc)) from None
     else:
         config = StoreConfig()
     # load writes as a plain async master, whatever the source store did

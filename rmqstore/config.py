@@ -50,6 +50,9 @@ class StoreConfig:
     commit_commit_log_least_pages: int = 4
     commit_commit_log_thorough_interval: int = 200
     sync_flush_timeout: int = 5_000
+    flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 60_000
     use_reentrant_lock_when_put_message: bool = True
     warm_mapped_file_enable: bool = False
     #: ours, not RocketMQ's: the allocate service pre-faults each new commitlog file

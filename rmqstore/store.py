@@ -33,9 +33,13 @@ from concurrent.futures import Future
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
+from .consume_queue import ConsumeQueue
+from .dispatch import ReputMessageService, builds_consume_queue
+from .index import IndexService
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import CorruptRecordError, StoreStateError
-from .flush import CommitRealTimeService, FlushRealTimeService, GroupCommitRequest, GroupCommitService
+from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
+                    GroupCommitService, ServiceThread)
 from .layout import BLANK_MAGIC_CODE
 from .message import Message, MessageBatch
 from .record import decode_record
@@ -53,6 +57,43 @@ MAX_QUEUE_ID = 2**31 - 1
 
 
 _PUT_OK = PutMessageStatus.PUT_OK
+
+
+class FlushConsumeQueueService(ServiceThread):
+    """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint."""
+
+    name = "FlushConsumeQueueService"
+
+    def __init__(self, store: "MessageStore"):
+        super().__init__()
+        self.store = store
+        self.last_thorough = time.monotonic()
+
+    def _do_flush(self, retry_times: int) -> None:
+        cfg = self.store.config
+        least_pages = cfg.flush_consume_queue_least_pages
+        thorough = retry_times == RETRY_TIMES_OVER
+        now = time.monotonic()
+        if now >= self.last_thorough + cfg.flush_consume_queue_thorough_interval / 1000.0:
+            self.last_thorough = now
+            thorough = True
+        if thorough:
+            least_pages = 0
+        logics_ts = self.store.checkpoint.logics_msg_timestamp if self.store.checkpoint else 0
+        for cq in list(self.store.consume_queue_table.values()):
+            for _ in range(retry_times):
+                if cq.flush(least_pages):
+                    break
+        if thorough and self.store.checkpoint is not None:
+            if logics_ts > 0:
+                self.store.checkpoint.logics_msg_timestamp = logics_ts
+            self.store.checkpoint.flush()
+
+    def run(self) -> None:
+        while not self.is_stopped():
+            self._stop_event.wait(self.store.config.flush_interval_consume_queue / 1000.0)
+            self._do_flush(1)
+        self._do_flush(RETRY_TIMES_OVER)
 
 
 def _bucket(elapsed_ms: float) -> int:
@@ -126,6 +167,12 @@ class MessageStore:
                                     transient_store_pool=self.transient_store_pool)
         self.stats = StoreStats()
         self.checkpoint: StoreCheckpoint | None = None
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self._cq_lock = threading.Lock()
+        self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
+                                          clock=self.clock)
+        self.reput_message_service = ReputMessageService(self)
+        self.flush_consume_queue_service = None
         self.group_commit_service = None
         self.flush_service = None
         self.commit_service = None
@@ -188,6 +235,11 @@ class MessageStore:
             f.write(b"lock")
         open(self.abort_file, "wb").close()
         self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
+        self.index_service.checkpoint = self.checkpoint
+        if not self.index_service.index_files:
+            self.index_service.load()
+        self._load_consume_queues()
+        self.reput_message_service.reput_from_offset = self._dispatched_up_to()
         if self.transient_store_pool is not None:
             self.transient_store_pool.init()
         self.allocate_service.start()
@@ -205,6 +257,9 @@ class MessageStore:
             if self.transient_store_pool is not None:
                 self.commit_service = CommitRealTimeService(self.commit_log, cfg, self.flush_service)
                 self.commit_service.start()
+        self.reput_message_service.start()
+        self.flush_consume_queue_service = FlushConsumeQueueService(self)
+        self.flush_consume_queue_service.start()
         self.shutdown_flag = False
         self._started = True
 
@@ -222,6 +277,8 @@ class MessageStore:
         if self.group_commit_service is not None:
             self.group_commit_service.shutdown()
         self.allocate_service.shutdown()
+        self.reput_message_service.shutdown()
+        self.flush_consume_queue_service.shutdown()
         queue = self.commit_log.mapped_file_queue
         while not queue.commit(0):
             pass
@@ -229,6 +286,11 @@ class MessageStore:
             pass
         if queue.store_timestamp:
             self.checkpoint.physic_msg_timestamp = queue.store_timestamp
+        for cq in list(self.consume_queue_table.values()):
+            cq.flush(0)
+            cq.shutdown()
+        self.index_service.flush()
+        self.index_service.shutdown()
         self.checkpoint.shutdown()
         self.commit_log.shutdown()
         if self.transient_store_pool is not None:
@@ -405,6 +467,63 @@ class MessageStore:
         if self.config.broker_role is BrokerRole.SYNC_MASTER and msg.wait_store_msg_ok:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return PutMessageStatus.PUT_OK
+
+    # -- dispatch ------------------------------------------------------------------
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            with self._cq_lock:
+                cq = self.consume_queue_table.get(key)
+                if cq is None:
+                    cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue)
+                    self.consume_queue_table[key] = cq
+        return cq
+
+    def _load_consume_queues(self) -> None:
+        base = os.path.join(self.root, "consumequeue")
+        if not os.path.isdir(base):
+            return
+        for topic in sorted(os.listdir(base)):
+            tdir = os.path.join(base, topic)
+            if not os.path.isdir(tdir):
+                continue
+            for qid in sorted(os.listdir(tdir)):
+                if not qid.lstrip("-").isdigit() or (topic, int(qid)) in self.consume_queue_table:
+                    continue
+                cq = self.find_consume_queue(topic, int(qid))
+                cq.load()
+                cq.recover()
+
+    def _dispatched_up_to(self) -> int:
+        """Where the reput service starts: the end of the furthest message any queue knows."""
+        best = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
+        start = max(best, 0)
+        return max(start, self.commit_log.get_min_offset()) if self.commit_log.mapped_file_queue.mapped_files else start
+
+    def do_dispatch(self, req) -> None:
+        """Hand one record to the consume queue and the index (CommitLogDispatcher*)."""
+        if builds_consume_queue(req):
+            cq = self.find_consume_queue(req.topic, req.queue_id)
+            if cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
+                                            req.consume_queue_offset):
+                if self.checkpoint is not None:
+                    self.checkpoint.logics_msg_timestamp = req.store_timestamp
+            else:
+                log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,
+                          req.consume_queue_offset)
+        if self.config.message_index_enable:
+            self.index_service.build_index(req)
+
+    def wait_dispatched(self, timeout: float = 10.0) -> bool:
+        """Block until the reput service has dispatched everything readable (tests, tools)."""
+        deadline = time.monotonic() + timeout
+        while self.reput_message_service.behind() > 0:
+            if time.monotonic() > deadline:
+                return False
+            self.reput_message_service.wakeup()
+            time.sleep(0.001)
+        return True
 
     # -- inspection ----------------------------------------------------------------
     def get_max_phy_offset(self) -> int:

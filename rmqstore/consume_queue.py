@@ -1,0 +1,207 @@
+"""ConsumeQueue: a per-queue index of 20-byte units pointing into the commitlog.
+
+Consumers do not scan the commitlog.  For every message, dispatch appends one unit to
+``consumequeue/<topic>/<queueId>/`` -- commitlog offset (8), record size (4), tags hash
+code (8) -- so message number *n* of a queue is the unit at logical byte ``n * 20``.
+A consumer that asks for offset *n* reads one unit, then one record: two reads, no search.
+
+The files form a :class:`~rmqstore.mapped_file_queue.MappedFileQueue` of their own (named
+by logical byte offset).  A queue whose first unit is not number 0 (its early files were
+deleted, or it was rebuilt from a later point) starts with *pre-blank* units
+``(0, Integer.MAX_VALUE, 0)`` up to the first real one, as RocketMQ's ``fillPreBlank``.
+
+A unit is valid when ``offset >= 0 and size > 0``; recovery stops at the first other.
+``max_physic_offset`` -- the end of the last message this queue knows -- lets dispatch
+skip what a queue already holds, so re-dispatching after a crash is idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+from .layout import CONSUME_QUEUE_UNIT
+from .mapped_file_queue import MappedFileQueue
+
+__all__ = ["ConsumeQueue", "CQ_STORE_UNIT_SIZE", "consume_queue_dir", "iter_units"]
+
+log = logging.getLogger(__name__)
+
+CQ_STORE_UNIT_SIZE = CONSUME_QUEUE_UNIT.size  # 20
+_UNIT = CONSUME_QUEUE_UNIT.struct
+_PRE_BLANK = _UNIT.pack(0, 0x7FFFFFFF, 0)
+_INT_MAX = 0x7FFFFFFF
+
+
+def consume_queue_dir(root: str, topic: str, queue_id: int) -> str:
+    return os.path.join(root, "consumequeue", topic, str(queue_id))
+
+
+def iter_units(buf, start: int = 0, end: int | None = None):
+    """Yield ``(position, offset, size, tags_code)`` for each unit of a buffer (pure)."""
+    end = len(buf) if end is None else end
+    end -= (end - start) % CQ_STORE_UNIT_SIZE
+    for pos in range(start, end, CQ_STORE_UNIT_SIZE):
+        offset, size, tags = _UNIT.unpack_from(buf, pos)
+        yield pos, offset, size, tags
+
+
+class ConsumeQueue:
+    def __init__(self, root: str, topic: str, queue_id: int, mapped_file_size: int, *,
+                 read_only: bool = False):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.store_path = consume_queue_dir(root, topic, queue_id)
+        self.mapped_file_size = mapped_file_size
+        self.mapped_file_queue = MappedFileQueue(self.store_path, mapped_file_size, read_only=read_only)
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0
+
+    # -- load and recover ----------------------------------------------------------
+    def load(self) -> bool:
+        return self.mapped_file_queue.load()
+
+    def recover(self) -> None:
+        """Find the last valid unit (from the third-last file on) and cut what follows."""
+        files = self.mapped_file_queue.mapped_files
+        if not files:
+            return
+        index = max(len(files) - 3, 0)
+        process_offset = files[index].file_from_offset
+        pos_in_file = 0
+        while True:
+            mf = files[index]
+            pos_in_file = 0
+            for pos, offset, size, _ in iter_units(mf.mapped, 0, self.mapped_file_size):
+                if offset >= 0 and size > 0:
+                    pos_in_file = pos + CQ_STORE_UNIT_SIZE
+                    self.max_physic_offset = offset + size
+                else:
+                    break
+            process_offset = mf.file_from_offset
+            if pos_in_file == self.mapped_file_size and index + 1 < len(files):
+                index += 1
+                continue
+            break
+        process_offset += pos_in_file
+        self.mapped_file_queue.flushed_where = process_offset
+        self.mapped_file_queue.committed_where = process_offset
+        self.mapped_file_queue.truncate_dirty_files(process_offset)
+
+    def truncate_dirty_logic_files(self, phy_offset: int) -> None:
+        """Drop units that point at or past ``phy_offset`` (the commitlog was cut there)."""
+        queue = self.mapped_file_queue
+        self.max_physic_offset = phy_offset
+        while queue.mapped_files:
+            mf = queue.mapped_files[-1]
+            mf.set_positions(0)
+            keep_file = False
+            for pos, offset, size, _ in iter_units(mf.mapped, 0, self.mapped_file_size):
+                if pos == 0:
+                    if offset >= phy_offset:
+                        break  # the whole file is dirty
+                    keep_file = True
+                if offset >= 0 and size > 0:
+                    if offset >= phy_offset:
+                        return
+                    mf.set_positions(pos + CQ_STORE_UNIT_SIZE)
+                    self.max_physic_offset = offset + size
+                else:
+                    return
+            if keep_file:
+                return
+            queue.delete_last_mapped_file()
+
+    def correct_min_offset(self, phy_min_offset: int) -> None:
+        """Set the first valid queue offset: the first unit pointing at or after ``phy_min_offset``."""
+        mf = self.mapped_file_queue.get_first_mapped_file()
+        if mf is None:
+            return
+        for pos, offset, size, _ in iter_units(mf.mapped, 0, mf.read_position):
+            if offset >= phy_min_offset:
+                self.min_logic_offset = mf.file_from_offset + pos
+                return
+
+    # -- dispatch ------------------------------------------------------------------
+    def put_message_position_info(self, offset: int, size: int, tags_code: int, cq_offset: int) -> bool:
+        """Append the unit of queue offset ``cq_offset`` (RocketMQ's putMessagePositionInfo)."""
+        if offset + size <= self.max_physic_offset:
+            log.debug("maybe try to build consume queue repeatedly %d %d", self.max_physic_offset, offset)
+            return True
+        expect = cq_offset * CQ_STORE_UNIT_SIZE
+        queue = self.mapped_file_queue
+        mf = queue.get_last_mapped_file(expect)
+        if mf is None:
+            return False
+        if mf.first_create_in_queue and cq_offset != 0 and mf.wrote_position == 0:
+            self.min_logic_offset = expect
+            queue.flushed_where = queue.committed_where = expect
+            self._fill_pre_blank(mf, expect)
+            log.info("fill pre blank space %s %d", mf.file_name, expect)
+        if cq_offset != 0:
+            current = mf.wrote_position + mf.file_from_offset
+            if expect < current:
+                log.warning("build consume queue repeatedly, expect %d < current %d (%s-%d)",
+                            expect, current, self.topic, self.queue_id)
+                return True
+            if expect != current:
+                log.warning("[BUG] logic queue order maybe wrong, expect %d current %d (%s-%d)",
+                            expect, current, self.topic, self.queue_id)
+        self.max_physic_offset = offset + size
+        return mf.append_bytes(_UNIT.pack(offset, size, tags_code))
+
+    def _fill_pre_blank(self, mf, until_where: int) -> None:
+        for _ in range((until_where % self.mapped_file_size) // CQ_STORE_UNIT_SIZE):
+            mf.append_bytes(_PRE_BLANK)
+
+    # -- reads ---------------------------------------------------------------------
+    def get_min_offset_in_queue(self) -> int:
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    def get_max_offset_in_queue(self) -> int:
+        return self.mapped_file_queue.get_max_offset() // CQ_STORE_UNIT_SIZE
+
+    def get_unit(self, cq_offset: int) -> tuple[int, int, int] | None:
+        """``(commit_log_offset, size, tags_code)`` of queue offset ``cq_offset``, or None."""
+        if cq_offset < self.get_min_offset_in_queue() or cq_offset >= self.get_max_offset_in_queue():
+            return None
+        pos = cq_offset * CQ_STORE_UNIT_SIZE
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(pos)
+        if mf is None:
+            return None
+        return tuple(_UNIT.unpack_from(mf.mapped, pos - mf.file_from_offset))
+
+    def get_units(self, start: int, max_count: int) -> list[tuple[int, int, int, int]]:
+        """Up to ``max_count`` units ``(cq_offset, offset, size, tags)`` from ``start`` (one file at most)."""
+        out = []
+        if start < self.get_min_offset_in_queue():
+            return out
+        pos = start * CQ_STORE_UNIT_SIZE
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(pos)
+        if mf is None:
+            return out
+        rel = pos - mf.file_from_offset
+        end = min(mf.read_position, rel + max_count * CQ_STORE_UNIT_SIZE)
+        for p, offset, size, tags in iter_units(mf.mapped, rel, end):
+            out.append(((mf.file_from_offset + p) // CQ_STORE_UNIT_SIZE, offset, size, tags))
+        return out
+
+    def get_last_offset(self) -> int:
+        """Commitlog offset of the end of the last message (-1 when empty)."""
+        return self.max_physic_offset
+
+    def flush(self, least_pages: int) -> bool:
+        return self.mapped_file_queue.flush(least_pages)
+
+    def shutdown(self) -> None:
+        self.mapped_file_queue.shutdown()
+
+    def destroy(self) -> None:
+        self.mapped_file_queue.destroy()
+        self.max_physic_offset = -1
+        self.min_logic_offset = 0
+
+    def __repr__(self) -> str:
+        return (f"ConsumeQueue({self.topic!r}, {self.queue_id}, min={self.get_min_offset_in_queue()}, "
+                f"max={self.get_max_offset_in_queue()})")

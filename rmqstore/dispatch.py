@@ -1,0 +1,172 @@
+"""Dispatch: from commitlog records to consume-queue units and index entries.
+
+The put path only appends to the commitlog.  Everything a consumer or a key lookup
+needs is *derived* from it afterwards by :class:`ReputMessageService`, a thread that
+follows the log a little behind the writers (``reput_from_offset``) and turns each record
+into a :class:`DispatchRequest` -- the handful of values the consume queue and the index
+need -- and hands it to the dispatchers.  Because everything derived can be derived
+again, recovery only has to make the commitlog right and then re-dispatch.
+
+Rules (RocketMQ's ``checkMessageAndReturnSize`` and the two dispatchers):
+
+* tags code: Java ``hashCode`` of TAGS (0 without tags); on ``SCHEDULE_TOPIC_XXXX`` the
+  delivery time instead: store timestamp + the delay of the DELAY level;
+* prepared and rolled-back transaction records get no consume-queue unit; rolled-back
+  ones get no index entries either;
+* a blank record sends the reader to the next file.
+
+:func:`dispatch_request` is pure (record in, request out); the service is the thin
+threaded layer around it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from .errors import CorruptRecordError
+from .layout import BLANK_MAGIC_CODE
+from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, string_to_properties
+from .record import decode_record
+from .sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+
+__all__ = ["DispatchRequest", "dispatch_request", "ReputMessageService", "tags_code_of",
+           "SCHEDULE_TOPIC"]
+
+log = logging.getLogger(__name__)
+
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+
+
+class DispatchRequest:
+    __slots__ = ("topic", "queue_id", "commit_log_offset", "msg_size", "tags_code", "store_timestamp",
+                 "consume_queue_offset", "keys", "uniq_key", "sys_flag", "prepared_transaction_offset")
+
+    def __init__(self, topic, queue_id, commit_log_offset, msg_size, tags_code, store_timestamp,
+                 consume_queue_offset, keys, uniq_key, sys_flag, prepared_transaction_offset):
+        self.topic = topic
+        self.queue_id = queue_id
+        self.commit_log_offset = commit_log_offset
+        self.msg_size = msg_size
+        self.tags_code = tags_code
+        self.store_timestamp = store_timestamp
+        self.consume_queue_offset = consume_queue_offset
+        self.keys = keys
+        self.uniq_key = uniq_key
+        self.sys_flag = sys_flag
+        self.prepared_transaction_offset = prepared_transaction_offset
+
+    def __repr__(self) -> str:
+        return (f"DispatchRequest({self.topic}-{self.queue_id} @{self.commit_log_offset} "
+                f"size={self.msg_size} cq={self.consume_queue_offset} tags={self.tags_code})")
+
+
+def tags_code_of(topic: str, props: dict, store_timestamp: int, delay_levels: dict[int, int]) -> int:
+    tags = props.get(TAGS)
+    code = java_string_hash(tags) if tags else 0
+    if topic == SCHEDULE_TOPIC and props.get(DELAY) is not None and delay_levels:
+        try:
+            level = int(props[DELAY])
+        except ValueError:
+            level = 0
+        level = min(level, max(delay_levels))
+        if level > 0:
+            code = store_timestamp + delay_levels[level]
+    return code
+
+
+def dispatch_request(record, delay_levels: dict[int, int]) -> DispatchRequest:
+    """The dispatch request of one decoded message record (pure)."""
+    props = string_to_properties(record.properties)
+    return DispatchRequest(record.topic, record.queue_id, record.physical_offset, record.total_size,
+                           tags_code_of(record.topic, props, record.store_timestamp, delay_levels),
+                           record.store_timestamp, record.queue_offset, props.get(KEYS), props.get(UNIQ_KEY),
+                           record.sys_flag, record.prepared_transaction_offset)
+
+
+def builds_consume_queue(req: DispatchRequest) -> bool:
+    return req.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+
+
+class ReputMessageService:
+    """Follows the commitlog and dispatches every record (RocketMQ's ReputMessageService)."""
+
+    name = "ReputMessageService"
+
+    def __init__(self, store, interval_s: float = 0.001):
+        self.store = store
+        self.reput_from_offset = 0
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def wakeup(self) -> None:
+        if not self._wake.is_set():
+            self._wake.set()
+
+    def shutdown(self) -> None:
+        # let it catch up first, as RocketMQ waits up to 5 s for the reput to finish
+        deadline = time.monotonic() + 5
+        while self.behind() > 0 and time.monotonic() < deadline and self._thread is not None:
+            time.sleep(0.005)
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def behind(self) -> int:
+        return self.store.commit_log.get_max_offset() - self.reput_from_offset
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.interval_s)
+            self._wake.clear()
+            try:
+                self.do_reput()
+            except Exception:
+                log.exception("%s service has exception", self.name)
+
+    def do_reput(self) -> int:
+        """Dispatch everything between ``reput_from_offset`` and the readable end; count records."""
+        with self._lock:
+            return self._do_reput()
+
+    def _do_reput(self) -> int:
+        store = self.store
+        commit_log = store.commit_log
+        queue = commit_log.mapped_file_queue
+        delay_levels = commit_log._delay_levels
+        if self.reput_from_offset < commit_log.get_min_offset():
+            self.reput_from_offset = commit_log.get_min_offset()
+        count = 0
+        while self.reput_from_offset < commit_log.get_max_offset():
+            mf = queue.find_mapped_file_by_offset(self.reput_from_offset)
+            if mf is None:
+                break
+            pos = self.reput_from_offset - mf.file_from_offset
+            end = mf.read_position
+            buf = mf.mapped
+            while pos < end:
+                try:
+                    rec = decode_record(buf, pos, limit=end)
+                except CorruptRecordError:
+                    log.error("[BUG] dispatch stopped at an undecodable record at %d", mf.file_from_offset + pos)
+                    self.reput_from_offset = mf.file_from_offset + pos
+                    return count
+                if rec.magic_code == BLANK_MAGIC_CODE:
+                    pos = mf.file_size
+                    break
+                store.do_dispatch(dispatch_request(rec, delay_levels))
+                count += 1
+                pos += rec.total_size
+            self.reput_from_offset = mf.file_from_offset + pos
+            if pos < mf.file_size:
+                break
+        return count

@@ -1,0 +1,336 @@
+"""IndexFile and IndexService: find messages by key, as a hash table on disk.
+
+An index file is a fixed-size hash table with chaining, laid out for appends only:
+
+* a 40-byte header (begin/end store timestamps and physical offsets, the number of
+  used slots, the next free entry number -- which starts at 1, entry 0 is never used);
+* ``hash_slot_num`` 4-byte slots, each holding the number of the *newest* entry whose
+  key hashes there (0 = empty);
+* ``index_num`` 20-byte entries: key hash, physical offset, seconds since the header's
+  begin timestamp, and the number of the previous entry of the same slot.
+
+Adding a key writes one entry and overwrites one slot, so a lookup walks a chain from the
+newest entry backwards and stops when times fall before the range asked for.  A file is
+full when its entry counter reaches ``index_num``; the next file starts where it ended
+(its begin offset/timestamp are the previous file's end values).  Files are named by the
+wall-clock time of their creation (``yyyyMMddHHmmssSSS``).
+
+Keys: ``topic#UNIQ_KEY`` and ``topic#k`` for each space-separated token k of KEYS; the
+hash is ``abs(javaHashCode(key))`` (0 if that overflows).  Rolled-back transaction
+messages are not indexed; records below a file's end offset are skipped (idempotent
+re-dispatch).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import os
+import struct
+import threading
+import time
+
+from .errors import StoreError
+from .layout import INDEX_ENTRY, INDEX_HEADER
+from .mapped_file import MappedFile
+from .properties import KEY_SEPARATOR, java_string_hash
+from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
+
+__all__ = ["IndexFile", "IndexService", "index_key_hash", "index_file_size", "index_file_name"]
+
+log = logging.getLogger(__name__)
+
+_HEADER = INDEX_HEADER
+_ENTRY = INDEX_ENTRY.struct
+_I32 = struct.Struct(">i")
+_INT_MAX = 0x7FFFFFFF
+_HDR = INDEX_HEADER.offsets
+
+
+def index_key_hash(key: str) -> int:
+    """``IndexFile#indexKeyHashMethod``: abs of Java's hashCode, 0 when abs overflows."""
+    h = abs(java_string_hash(key))
+    return 0 if h > _INT_MAX else h
+
+
+def index_file_size(hash_slot_num: int, index_num: int) -> int:
+    return _HEADER.size + hash_slot_num * 4 + index_num * INDEX_ENTRY.size
+
+
+def index_file_name(millis: int, tz=None) -> str:
+    """``UtilAll.timeMillisToHumanString``: yyyyMMddHHmmssSSS in local time (or ``tz``)."""
+    dt = datetime.datetime.fromtimestamp(millis / 1000.0, tz)
+    return dt.strftime("%Y%m%d%H%M%S") + f"{millis % 1000:03d}"
+
+
+class IndexFile:
+    """One index file (RocketMQ's IndexFile + IndexHeader)."""
+
+    def __init__(self, path: str, hash_slot_num: int, index_num: int, end_phy_offset: int = 0,
+                 end_timestamp: int = 0, *, read_only: bool = False):
+        self.path = path
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.file_size = index_file_size(hash_slot_num, index_num)
+        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only)
+        self.buf = self.mapped_file.mapped
+        h = _HEADER.unpack_from(self.buf)
+        self.begin_timestamp = h.begin_timestamp
+        self.end_timestamp = h.end_timestamp
+        self.begin_phy_offset = h.begin_phy_offset
+        self.end_phy_offset = h.end_phy_offset
+        self.hash_slot_count = h.hash_slot_count
+        self.index_count = h.index_count if h.index_count > 0 else 1
+        if not read_only:
+            if end_phy_offset > 0:
+                self._set("begin_phy_offset", end_phy_offset)
+                self._set("end_phy_offset", end_phy_offset)
+            if end_timestamp > 0:
+                self._set("begin_timestamp", end_timestamp)
+                self._set("end_timestamp", end_timestamp)
+
+    @property
+    def file_name(self) -> str:
+        return os.path.basename(self.path)
+
+    def _set(self, name: str, value: int) -> None:
+        setattr(self, name, value)
+        struct.pack_into(">q" if name.endswith(("timestamp", "offset")) else ">i", self.buf, _HDR[name], value)
+
+    def is_write_full(self) -> bool:
+        return self.index_count >= self.index_num
+
+    def put_key(self, key: str, phy_offset: int, store_timestamp: int) -> bool:
+        """Add one key; False when the file is full."""
+        if self.index_count >= self.index_num:
+            return False
+        key_hash = index_key_hash(key)
+        slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
+        slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count:
+            slot_value = 0
+        if self.begin_timestamp <= 0:
+            time_diff = 0
+        else:
+            time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
+                else -((self.begin_timestamp - store_timestamp) // 1000)
+            time_diff = min(max(time_diff, 0), _INT_MAX)
+        entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
+        _ENTRY.pack_into(self.buf, entry_pos, key_hash, phy_offset, time_diff, slot_value)
+        _I32.pack_into(self.buf, slot_pos, self.index_count)
+        if self.index_count <= 1:
+            self._set("begin_phy_offset", phy_offset)
+            self._set("begin_timestamp", store_timestamp)
+        if slot_value == 0:
+            self._set("hash_slot_count", self.hash_slot_count + 1)
+        self._set("index_count", self.index_count + 1)
+        self._set("end_phy_offset", phy_offset)
+        self._set("end_timestamp", store_timestamp)
+        return True
+
+    def is_time_matched(self, begin: int, end: int) -> bool:
+        return (begin < self.begin_timestamp and end > self.end_timestamp) or \
+            (self.begin_timestamp <= begin <= self.end_timestamp) or \
+            (self.begin_timestamp <= end <= self.end_timestamp)
+
+    def select_phy_offset(self, key: str, max_num: int, begin: int, end: int, out: list[int]) -> None:
+        """Append to ``out`` the offsets of entries for ``key`` stored in [begin, end], newest first."""
+        key_hash = index_key_hash(key)
+        slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
+        slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
+        if slot_value <= 0 or slot_value > self.index_count or self.index_count <= 1:
+            return
+        entries = _HEADER.size + self.hash_slot_num * 4
+        nxt = slot_value
+        while len(out) < max_num:
+            h, phy, time_diff, prev = _ENTRY.unpack_from(self.buf, entries + nxt * INDEX_ENTRY.size)
+            if time_diff < 0:
+                break
+            time_read = self.begin_timestamp + time_diff * 1000
+            if h == key_hash and begin <= time_read <= end:
+                out.append(phy)
+            if prev <= 0 or prev > self.index_count or prev == nxt or time_read < begin:
+                break
+            nxt = prev
+
+    def entries(self):
+        """Every used entry ``(number, key_hash, phy_offset, time_diff, prev_index)``."""
+        base = _HEADER.size + self.hash_slot_num * 4
+        for n in range(1, self.index_count):
+            yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
+
+    def flush(self) -> None:
+        if not self.mapped_file.read_only:
+            self.buf.flush()
+
+    def shutdown(self) -> None:
+        self.flush()
+        self.mapped_file.close()
+
+    def destroy(self) -> None:
+        self.mapped_file.close()
+        try:
+            os.remove(self.path)
+        except FileNotFoundError:
+            pass
+
+    def header(self) -> dict:
+        return {"file": self.file_name, "size": self.file_size, "beginTimestamp": self.begin_timestamp,
+                "endTimestamp": self.end_timestamp, "beginPhyOffset": self.begin_phy_offset,
+                "endPhyOffset": self.end_phy_offset, "hashSlotCount": self.hash_slot_count,
+                "indexCount": self.index_count}
+
+
+class _IndexMappedFile:
+    """Index files are named by time, not offset, so they get a plain mapping."""
+
+    def __init__(self, path: str, size: int, read_only: bool):
+        import mmap
+
+        self.read_only = read_only
+        if read_only:
+            self.fd = os.open(path, os.O_RDONLY)
+            self.mapped = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
+        else:
+            self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            if os.fstat(self.fd).st_size < size:
+                os.ftruncate(self.fd, size)
+            self.mapped = mmap.mmap(self.fd, size)
+
+    def close(self) -> None:
+        if self.mapped is not None:
+            try:
+                self.mapped.close()
+            except BufferError:
+                return
+            os.close(self.fd)
+            self.mapped = None
+
+
+class IndexService:
+    """Builds and queries the index files of a store (RocketMQ's IndexService)."""
+
+    def __init__(self, root: str, hash_slot_num: int, index_num: int, *, clock=None, checkpoint=None,
+                 read_only: bool = False, tz=None):
+        self.store_path = os.path.join(root, "index")
+        self.hash_slot_num = hash_slot_num
+        self.index_num = index_num
+        self.clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self.checkpoint = checkpoint
+        self.read_only = read_only
+        self.tz = tz
+        self.index_files: list[IndexFile] = []
+        self._lock = threading.RLock()
+
+    def load(self, last_exit_ok: bool = True) -> bool:
+        if not os.path.isdir(self.store_path):
+            return True
+        expected = index_file_size(self.hash_slot_num, self.index_num)
+        for name in sorted(os.listdir(self.store_path)):
+            path = os.path.join(self.store_path, name)
+            if os.path.getsize(path) != expected:
+                raise StoreError(f"{path} is {os.path.getsize(path)} bytes; with {self.hash_slot_num} slots and "
+                                 f"{self.index_num} entries an index file is {expected} bytes")
+            f = IndexFile(path, self.hash_slot_num, self.index_num, read_only=self.read_only)
+            if not last_exit_ok and self.checkpoint is not None and \
+                    f.end_timestamp > self.checkpoint.index_msg_timestamp and not self.read_only:
+                f.destroy()  # may hold entries for records recovery will drop
+                continue
+            self.index_files.append(f)
+        return True
+
+    def _create_file(self) -> IndexFile | None:
+        prev = self.index_files[-1] if self.index_files else None
+        end_phy = prev.end_phy_offset if prev else 0
+        end_ts = prev.end_timestamp if prev else 0
+        os.makedirs(self.store_path, exist_ok=True)
+        now = self.clock()
+        name = index_file_name(now, self.tz)
+        while any(f.file_name == name for f in self.index_files):
+            now += 1
+            name = index_file_name(now, self.tz)
+        f = IndexFile(os.path.join(self.store_path, name), self.hash_slot_num, self.index_num, end_phy, end_ts)
+        self.index_files.append(f)
+        if prev is not None:
+            prev.flush()
+            if self.checkpoint is not None:
+                self.checkpoint.index_msg_timestamp = prev.end_timestamp
+                self.checkpoint.flush()
+        return f
+
+    def get_and_create_last_index_file(self) -> IndexFile | None:
+        with self._lock:
+            if self.index_files and not self.index_files[-1].is_write_full():
+                return self.index_files[-1]
+            if self.read_only:
+                return None
+            return self._create_file()
+
+    def build_index(self, req) -> None:
+        """Index one dispatched message (``req`` has topic, keys, uniq_key, sys_flag, offsets)."""
+        f = self.get_and_create_last_index_file()
+        if f is None:
+            return
+        if req.commit_log_offset < f.end_phy_offset:
+            return
+        if req.sys_flag & TRANSACTION_MASK == TRANSACTION_ROLLBACK_TYPE:
+            return
+        topic = req.topic
+        if req.uniq_key:
+            f = self._put_key(f, f"{topic}#{req.uniq_key}", req)
+            if f is None:
+                return
+        if req.keys:
+            for key in req.keys.split(KEY_SEPARATOR):
+                if key:
+                    f = self._put_key(f, f"{topic}#{key}", req)
+                    if f is None:
+                        return
+
+    def _put_key(self, f: IndexFile, key: str, req) -> IndexFile | None:
+        while not f.put_key(key, req.commit_log_offset, req.store_timestamp):
+            f = self.get_and_create_last_index_file()
+            if f is None:
+                return None
+        return f
+
+    def query_offset(self, topic: str, key: str, max_num: int, begin: int, end: int) -> tuple[list[int], int, int]:
+        """Physical offsets for ``topic#key`` stored in [begin, end]; newest files first.
+
+        Returns ``(offsets, index_last_update_timestamp, index_last_update_phyoffset)``.
+        """
+        out: list[int] = []
+        last_ts = last_phy = 0
+        with self._lock:
+            files = list(self.index_files)
+        for i in range(len(files) - 1, -1, -1):
+            f = files[i]
+            if i == len(files) - 1:
+                last_ts, last_phy = f.end_timestamp, f.end_phy_offset
+            if f.is_time_matched(begin, end):
+                f.select_phy_offset(f"{topic}#{key}", max_num, begin, end, out)
+            if f.begin_timestamp < begin or len(out) >= max_num:
+                break
+        return out, last_ts, last_phy
+
+    def delete_files_after(self, phy_offset: int) -> None:
+        """Drop index files whose entries start at or after ``phy_offset`` (after truncation)."""
+        with self._lock:
+            keep = []
+            for f in self.index_files:
+                if f.begin_phy_offset >= phy_offset and f.index_count > 1 and not self.read_only:
+                    f.destroy()
+                else:
+                    keep.append(f)
+            self.index_files = keep
+
+    def flush(self) -> None:
+        with self._lock:
+            for f in self.index_files:
+                f.flush()
+
+    def shutdown(self) -> None:
+        with self._lock:
+            for f in self.index_files:
+                f.shutdown()
+            self.index_files = []
