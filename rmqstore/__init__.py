@@ -8,13 +8,13 @@ from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError, 
 from .message import BatchItem, Message, MessageBatch
 from .record import Address, BlankRecord, MessageRecord, create_message_id, decode_message_id, decode_record
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
-from .store import MessageStore
+from .store import MessageStore, open_store
 
 __all__ = [
     "Address", "AppendMessageResult", "AppendMessageStatus", "BatchItem", "BlankRecord", "BrokerRole",
     "CorruptRecordError", "FlushDiskType", "LayoutError", "Message", "MessageBatch", "MessageRecord",
     "MessageStore", "PutMessageResult", "PutMessageStatus", "RmqStoreError", "StoreConfig", "StoreError",
-    "StoreStateError", "create_message_id", "decode_message_id", "decode_record",
+    "StoreStateError", "create_message_id", "open_store", "decode_message_id", "decode_record",
 ]
 
 __version__ = "0.1.0"

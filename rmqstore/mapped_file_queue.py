@@ -181,6 +181,8 @@ class MappedFileQueue:
                 if offset >= mf.file_from_offset:
                     mf.set_positions(offset % self.mapped_file_size)
                     keep.append(mf)
+                elif self.read_only:
+                    mf.shutdown()  # read-only: forget the file, never delete it
                 else:
                     mf.destroy()
             else:
@@ -190,7 +192,10 @@ class MappedFileQueue:
     def delete_last_mapped_file(self) -> None:
         if self.mapped_files:
             last = self.mapped_files[-1]
-            last.destroy()
+            if self.read_only:
+                last.shutdown()
+            else:
+                last.destroy()
             self.mapped_files = self.mapped_files[:-1]
 
     def shutdown(self) -> None:

@@ -37,7 +37,7 @@ from .consume_queue import ConsumeQueue
 from .dispatch import ReputMessageService, builds_consume_queue
 from .index import IndexService
 from .config import BrokerRole, FlushDiskType, StoreConfig
-from .errors import CorruptRecordError, StoreStateError
+from .errors import CorruptRecordError, StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
                     GroupCommitService, ServiceThread)
 from .layout import BLANK_MAGIC_CODE
@@ -46,7 +46,7 @@ from .record import decode_record
 from .status import PutMessageResult, PutMessageStatus
 from .sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 
-__all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN"]
+__all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +147,9 @@ class MessageStore:
     """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``)."""
 
     def __init__(self, root, config: StoreConfig | None = None, *, clock=None, topic_queue_nums=None,
-                 **overrides):
+                 read_only: bool = False, **overrides):
         self.root = str(root)
+        self.read_only = read_only
         if config is None:
             config = StoreConfig(**overrides)
         elif overrides:
@@ -163,14 +164,14 @@ class MessageStore:
                                                            config.mapped_file_size_commit_log)
         self.allocate_service = AllocateMappedFileService(config, self.transient_store_pool)
         self.commit_log = CommitLog(os.path.join(self.root, "commitlog"), config, clock=self.clock,
-                                    allocate_service=self.allocate_service,
-                                    transient_store_pool=self.transient_store_pool)
+                                    allocate_service=None if read_only else self.allocate_service,
+                                    transient_store_pool=self.transient_store_pool, read_only=read_only)
         self.stats = StoreStats()
         self.checkpoint: StoreCheckpoint | None = None
         self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
         self._cq_lock = threading.Lock()
         self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
-                                          clock=self.clock)
+                                          clock=self.clock, read_only=read_only)
         self.reput_message_service = ReputMessageService(self)
         self.flush_consume_queue_service = None
         self.group_commit_service = None
@@ -188,10 +189,20 @@ class MessageStore:
         return os.path.join(self.root, "abort")
 
     def load(self) -> bool:
-        """Map existing files and find where the log ends (a full CRC-checked scan)."""
-        os.makedirs(self.root, exist_ok=True)
+        """Map existing files and find where the log ends (a full CRC-checked scan).
+
+        Read-only: files are mapped read-only and positions found, but nothing is
+        truncated, deleted, created or locked.
+        """
+        if not self.read_only:
+            os.makedirs(self.root, exist_ok=True)
+        elif not os.path.isdir(self.root):
+            raise StoreError(f"{self.root}: no such store directory")
         self.commit_log.load()
         self._recover_end_of_log()
+        if self.read_only:
+            self.index_service.load()
+            self._load_consume_queues()
         return True
 
     def _recover_end_of_log(self) -> None:
@@ -225,6 +236,8 @@ class MessageStore:
         queue.truncate_dirty_files(end)
 
     def start(self) -> None:
+        if self.read_only:
+            raise StoreStateError("a store opened read-only cannot be started (it would write)")
         if self._started:
             raise StoreStateError("store already started")
         if not self.commit_log.mapped_file_queue.mapped_files and os.path.isdir(
@@ -262,6 +275,16 @@ class MessageStore:
         self.flush_consume_queue_service.start()
         self.shutdown_flag = False
         self._started = True
+
+    def close(self) -> None:
+        """Unmap everything of a read-only store (a writable one: same as shutdown)."""
+        if not self.read_only:
+            self.shutdown()
+            return
+        for cq in self.consume_queue_table.values():
+            cq.shutdown()
+        self.index_service.shutdown()
+        self.commit_log.shutdown()
 
     def shutdown(self) -> None:
         if self.shutdown_flag:
@@ -313,8 +336,9 @@ class MessageStore:
 
     def check_store_status(self) -> PutMessageResult | None:
         if self.shutdown_flag:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
-                                    message="message store is shut down (or not started)")
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, message=(
+                "message store is opened read-only" if self.read_only
+                else "message store is shut down (or not started)"))
         if self.config.broker_role is BrokerRole.SLAVE:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     message="this store is a slave; puts go to the master")
@@ -476,7 +500,8 @@ class MessageStore:
             with self._cq_lock:
                 cq = self.consume_queue_table.get(key)
                 if cq is None:
-                    cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue)
+                    cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue,
+                                      read_only=self.read_only)
                     self.consume_queue_table[key] = cq
         return cq
 
@@ -539,3 +564,26 @@ class MessageStore:
                  "flushedPosition": mf.flushed_position, "readPosition": mf.read_position,
                  "isFull": mf.is_full(), "hasWriteBuffer": mf.has_write_buffer}
                 for mf in self.commit_log.mapped_file_queue.mapped_files]
+
+
+def open_store(path, read_only: bool = True, config: StoreConfig | None = None) -> MessageStore:
+    """Open any store directory (RocketMQ 4.x/5.x, ours, a live broker's) -- by default without writing.
+
+    Sizes come from the files (:func:`rmqstore.store_dir.infer_config`) unless ``config``
+    is given.  A read-only store maps every file read-only and never creates, truncates,
+    locks or deletes anything; ``close()`` it when done.  With ``read_only=False`` the
+    store is loaded (recovered) and started for writing.
+    """
+    from .store_dir import infer_config
+
+    root = str(path)
+    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
+        root = os.path.join(root, "store")  # a fixture directory: <name>/store
+    if not os.path.isdir(root):
+        raise StoreError(f"{root}: no such store directory")
+    config = config or infer_config(root)
+    store = MessageStore(root, config, read_only=read_only)
+    store.load()
+    if not read_only:
+        store.start()
+    return store
