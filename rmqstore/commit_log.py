@@ -31,9 +31,8 @@ import struct
 import threading
 import time
 
-from zlib import crc32 as _crc32
-
 from .crc import crc32
+from .crc import raw_crc32 as _crc32
 from .errors import LayoutError
 from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
                      MESSAGE_MAGIC_CODE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION,

@@ -60,3 +60,16 @@ def test_manifest_body_crc(body_hex, body_crc):
     body = bytes.fromhex(body_hex)
     assert crc32(body) == body_crc
     assert crc32_reference(body) == body_crc
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=5000))
+def test_every_backend_equals_the_definition(data):
+    """Whichever fast backend is in use (ISA-L or zlib), both give crcmod's CRC."""
+    import rmqstore.crc as crc_module
+
+    expected = crc32_reference(data)
+    assert zlib.crc32(data) & 0x7FFFFFFF == expected
+    assert crc_module.raw_crc32(data) & 0x7FFFFFFF == expected
+    isal_zlib = pytest.importorskip("isal.isal_zlib")
+    assert isal_zlib.crc32(data) & 0x7FFFFFFF == expected
