@@ -41,6 +41,7 @@ from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
 from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
 from .record import Address, MAX_TOPIC_BYTES_V1, create_message_id
+from .trace import file_positions
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .sysflag import (BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_COMMIT_TYPE,
                       TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
@@ -414,9 +415,20 @@ class CommitLog:
     def put_message(self, msg: Message) -> PutMessageResult:
         """Append one message; the result says where (flush/replication not yet awaited)."""
         enc = self.encode(msg)
+        if self.tracer is not None:
+            self._trace_encode(msg, enc)
         if isinstance(enc, PutMessageResult):
             return enc
         return self.append_encoded(enc)
+
+    def _trace_encode(self, msg, enc) -> None:
+        if isinstance(enc, PutMessageResult):
+            self.tracer.event("encode", status=enc.status.name, message=enc.message)
+            return
+        rewritten = enc.topic_queue_key != (msg.topic, msg.queue_id)
+        self.tracer.event("encode", status="OK", length=enc.length, topic=enc.topic_queue_key[0],
+                          queue_id=enc.topic_queue_key[1], delay_rewrite=rewritten,
+                          outside_lock=True)
 
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         tran = batch.sys_flag & TRANSACTION_MASK
@@ -439,8 +451,11 @@ class CommitLog:
         queue = self.mapped_file_queue
         callback = self.append_callback
         lock = self.put_message_lock
+        tr = self.tracer
         lock.acquire()
         try:
+            if tr is not None:
+                tr.event("lock.acquire", lock=type(lock).__name__)
             mf = queue.get_last_mapped_file()
             begin = self.clock()
             self.begin_time_in_lock = begin
@@ -448,23 +463,67 @@ class CommitLog:
             self.current_store_timestamp = store_ts
             if mf is None or mf.is_full():
                 mf = queue.get_last_mapped_file(0)
+                if tr is not None:
+                    self._trace_new_file(tr, mf)
+            elif tr is not None:
+                tr.event("mapped_file.found", positions=file_positions(mf))
             if mf is None:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
                                         message="could not create a commitlog file")
+            before = file_positions(mf) if tr is not None else None
             result = mf.append_message(enc, callback)
             if result.status is AppendMessageStatus.END_OF_FILE:
+                if tr is not None:
+                    tr.event("append.blank", offset=result.wrote_offset, size=result.wrote_bytes,
+                             header=(result.wrote_offset, result.wrote_offset + 8),
+                             before=before, after=file_positions(mf))
+                    tr.event("append.retry", reason="END_OF_FILE: the record does not fit; next file")
                 mf = queue.get_last_mapped_file(0)
+                if tr is not None:
+                    self._trace_new_file(tr, mf)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
                                             "could not create the next commitlog file")
+                before = file_positions(mf) if tr is not None else None
                 result = mf.append_message(enc, callback)
+            if tr is not None:
+                self._trace_append(tr, mf, result, before)
         finally:
             self.begin_time_in_lock = 0  # also on the early returns (RocketMQ resets it there too)
             lock.release()
+            if tr is not None:
+                tr.event("lock.release")
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result,
                                     f"append ended with {result.status.name}")
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def _trace_new_file(self, tr, mf) -> None:
+        svc = self.mapped_file_queue.allocate_service
+        stage = "mapped_file.allocated" if svc is not None else "mapped_file.created"
+        tr.event(stage, positions=file_positions(mf),
+                 by="AllocateMappedFileService" if svc is not None else "put thread")
+
+    def _trace_append(self, tr, mf, result, before) -> None:
+        """The record(s) just written, field by field with physical byte ranges."""
+        from .record import decode_record, record_field_spans
+
+        records = []
+        pos = result.wrote_offset - mf.file_from_offset
+        end = pos + result.wrote_bytes
+        buf = mf.write_buffer if mf.write_buffer is not None else mf.mapped
+        while result.status is AppendMessageStatus.PUT_OK and pos < end:
+            rec = decode_record(buf, pos)
+            spans = [(name, start, stop) for name, start, stop, _ in
+                     record_field_spans(rec, mf.file_from_offset + pos)]
+            records.append({"offset": mf.file_from_offset + pos, "size": rec.total_size,
+                            "queue_offset": rec.queue_offset, "topic": rec.topic, "queue_id": rec.queue_id,
+                            "fields": spans})
+            pos += rec.total_size
+        tr.event("append.record", status=result.status.name, offset=result.wrote_offset,
+                 size=result.wrote_bytes, queue_offset=result.logics_offset, store_timestamp=result.store_timestamp,
+                 records=records, into="write_buffer" if mf.write_buffer is not None else "mmap")
+        tr.event("position.wrote", before=before, after=file_positions(mf))
 
     def append_blank_at_current_position(self) -> AppendMessageResult | None:
         """Fill the rest of the current file with a blank record (replay of a recorded blank)."""

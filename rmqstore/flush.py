@@ -28,6 +28,7 @@ import threading
 import time
 
 from .status import PutMessageStatus
+from .trace import file_positions
 
 __all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "CommitRealTimeService",
            "ServiceThread"]
@@ -35,6 +36,33 @@ __all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "
 log = logging.getLogger(__name__)
 
 RETRY_TIMES_OVER = 10
+
+
+def traced_flush(queue, least_pages: int, tracer, by: str) -> bool:
+    """``queue.flush`` that, with a tracer, reports the file it flushed before and after."""
+    if tracer is None:
+        return queue.flush(least_pages)
+    mf = queue.find_mapped_file_by_offset(queue.flushed_where, queue.flushed_where == 0)
+    before = file_positions(mf)
+    nothing = queue.flush(least_pages)
+    if not nothing:
+        tracer.event("flush", by=by, least_pages=least_pages, before=before, after=file_positions(mf),
+                     flushed_where=queue.flushed_where)
+    return nothing
+
+
+def traced_commit(queue, least_pages: int, tracer) -> bool:
+    """``queue.commit`` that, with a tracer, reports the write buffer copied into the file."""
+    if tracer is None:
+        return queue.commit(least_pages)
+    mf = queue.find_mapped_file_by_offset(queue.committed_where, queue.committed_where == 0)
+    before = file_positions(mf)
+    nothing = queue.commit(least_pages)
+    if not nothing:
+        tracer.event("commit", by="CommitRealTimeService", least_pages=least_pages, before=before,
+                     after=file_positions(mf), committed_where=queue.committed_where,
+                     range=(before["file"] + before["committed"], queue.committed_where) if before else None)
+    return nothing
 
 
 class ServiceThread:
@@ -137,19 +165,26 @@ class GroupCommitService(ServiceThread):
 
     def on_wait_end(self) -> None:
         self._swap_requests()
+        tr = self.commit_log.tracer
+        if tr is not None and self.requests_read:
+            tr.event("group_commit.swap", requests=[r.next_offset for r in self.requests_read])
 
     def _do_commit(self) -> None:
         queue = self.commit_log.mapped_file_queue
+        tr = self.commit_log.tracer
         if self.requests_read:
             for req in self.requests_read:
                 flush_ok = queue.flushed_where >= req.next_offset
                 for _ in range(2):
                     if flush_ok:
                         break
-                    queue.flush(0)
+                    traced_flush(queue, 0, tr, "GroupCommitService")
                     self.flushes += 1
                     flush_ok = queue.flushed_where >= req.next_offset
                 if flush_ok:
+                    if tr is not None:
+                        tr.event("group_commit.wake", next_offset=req.next_offset, status="PUT_OK",
+                                 flushed_where=queue.flushed_where)
                     req.wakeup_customer(PutMessageStatus.PUT_OK)
                 elif time.monotonic() >= req.deadline:
                     req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT)
@@ -162,7 +197,7 @@ class GroupCommitService(ServiceThread):
             self.requests_read = []
         else:
             # messages that did not wait for their flush still get flushed
-            queue.flush(0)
+            traced_flush(queue, 0, tr, "GroupCommitService")
 
     def run(self) -> None:
         while not self.is_stopped():
@@ -199,7 +234,7 @@ class FlushRealTimeService(ServiceThread):
                 self._stop_event.wait(interval / 1000.0)
             else:
                 self.wait_for_running(interval)
-            queue.flush(least_pages)
+            traced_flush(queue, least_pages, self.commit_log.tracer, "FlushRealTimeService")
             if self.checkpoint_hook is not None and queue.store_timestamp > 0:
                 self.checkpoint_hook(queue.store_timestamp)
         for _ in range(RETRY_TIMES_OVER):
@@ -227,7 +262,7 @@ class CommitRealTimeService(ServiceThread):
             if now >= self.last_commit_timestamp + cfg.commit_commit_log_thorough_interval:
                 self.last_commit_timestamp = now
                 least_pages = 0
-            nothing_moved = queue.commit(least_pages)
+            nothing_moved = traced_commit(queue, least_pages, self.commit_log.tracer)
             if not nothing_moved:
                 self.last_commit_timestamp = now
                 self.flush_service.wakeup()
