@@ -87,7 +87,11 @@ class MappedFileQueue:
             return None
         next_path = os.path.join(self.store_path, offset_to_file_name(create_offset))
         next_next = os.path.join(self.store_path, offset_to_file_name(create_offset + self.mapped_file_size))
-        os.makedirs(self.store_path, exist_ok=True)
+        try:
+            os.makedirs(self.store_path, exist_ok=True)
+        except OSError:  # answered as CREATE_MAPEDFILE_FAILED, not raised into the put
+            log.exception("create folder %s failed", self.store_path)
+            return None
         if self.allocate_service is not None:
             mf = self.allocate_service.put_request_and_return_mapped_file(
                 next_path, next_next, self.mapped_file_size)
