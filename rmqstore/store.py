@@ -565,6 +565,46 @@ class MessageStore:
                  "isFull": mf.is_full(), "hasWriteBuffer": mf.has_write_buffer}
                 for mf in self.commit_log.mapped_file_queue.mapped_files]
 
+    # -- reads (rmqstore.reading) ------------------------------------------------------
+    # Thin delegations to the read path in rmqstore/reading.py; nothing here writes.
+    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
+                    message_filter=None, **kwargs):
+        """Pull messages by queue offset (``getMessage``); see :func:`rmqstore.reading.get_message`."""
+        from . import reading
+        return reading.get_message(self, group, topic, queue_id, offset, max_count, message_filter, **kwargs)
+
+    def look_message_by_offset(self, phy_offset: int, size: int | None = None, **kwargs):
+        """The record at a commitlog offset, or None (``lookMessageByOffset``)."""
+        from . import reading
+        return reading.look_message_by_offset(self, phy_offset, size, **kwargs)
+
+    def view_message_by_id(self, msg_id: str, **kwargs):
+        """The record an offset msgId names, or None."""
+        from . import reading
+        return reading.view_message_by_id(self, msg_id, **kwargs)
+
+    def query_message(self, topic: str, key: str, max_count: int, begin: int, end: int, **kwargs):
+        """Messages by key through the index (``queryMessage``)."""
+        from . import reading
+        return reading.query_message(self, topic, key, max_count, begin, end, **kwargs)
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        from . import reading
+        return reading.get_max_offset_in_queue(self, topic, queue_id)
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        from . import reading
+        return reading.get_min_offset_in_queue(self, topic, queue_id)
+
+    def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        from . import reading
+        return reading.get_commit_log_offset_in_queue(self, topic, queue_id, queue_offset)
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int, **kwargs) -> int:
+        from . import reading
+        return reading.get_offset_in_queue_by_time(self, topic, queue_id, timestamp, **kwargs)
+    # -- end of reads --------------------------------------------------------------------
+
 
 def open_store(path, read_only: bool = True, config: StoreConfig | None = None) -> MessageStore:
     """Open any store directory (RocketMQ 4.x/5.x, ours, a live broker's) -- by default without writing.

@@ -1,0 +1,693 @@
+"""The read path: how a consumer, an admin tool or a key lookup finds a message.
+
+Nothing here writes.  Every function takes a store (a started :class:`MessageStore` or
+one opened with :func:`~rmqstore.store.open_store`) and reads the files it has mapped.
+
+**Pull by queue offset** (:func:`get_message`, RocketMQ's ``getMessage``).  A consumer
+knows a topic, a queue id and the number of the next message it wants -- its *queue
+offset*.  It never scans the commitlog:
+
+1. queue offset *n* -> byte ``n * 20`` of the consume queue ``consumequeue/<topic>/<queueId>/``
+   (which file: ``n * 20 // file size``), one 20-byte *unit*:
+   commitlog offset (8), record size (4), tags hash code (8);
+2. the tags code lets a filter drop the message without touching the commitlog;
+3. commitlog offset -> commitlog file (``offset // segment size``) and position in it
+   (``offset % segment size``); ``size`` bytes there are the record, decoded field by field.
+
+One call reads units from one consume-queue file at most, and stops early when the batch
+is full (``max_count`` messages, or RocketMQ's transfer limits: 32 messages / 256 KiB when
+the data is likely in memory, 8 / 64 KiB when not).  The answer always says where to
+continue (``next_begin_offset``) and, when the offset asked for was wrong, what to ask for
+instead -- the rules of RocketMQ's ``getMessage`` and ``nextOffsetCorrection`` (a master
+corrects the offset; a slave keeps it unless ``offset_check_in_slave``):
+
+==========================  ===========================================  ==================
+offset asked                status                                       next begin offset
+==========================  ===========================================  ==================
+queue has no units          NO_MESSAGE_IN_QUEUE                          0
+``< min``                   OFFSET_TOO_SMALL                             min
+``== max``                  OFFSET_OVERFLOW_ONE                          offset (wait here)
+``> max``                   OFFSET_OVERFLOW_BADLY                        max
+unit file missing           OFFSET_FOUND_NULL                            start of next file
+in range                    FOUND / NO_MATCHED_MESSAGE /                 offset + units read
+                            MESSAGE_WAS_REMOVING
+no such queue               NO_MATCHED_LOGIC_QUEUE                       0
+==========================  ===========================================  ==================
+
+Prepared and rolled-back transaction records never reach a consume queue (dispatch does
+not give them a unit), so a pull can never return them.
+
+**Look up by commitlog offset** (:func:`look_message_by_offset`): read the 4-byte total
+size at the offset, then that many bytes.  **By message id** (:func:`view_message_by_id`):
+an offset msgId *is* store host + port + commitlog offset, so it decodes to an offset; we
+also check that the record there was stored by that host.  **By key**
+(:func:`query_message`): the index files map ``hash(topic#key)`` to commitlog offsets
+(:meth:`IndexService.query_offset`); each offset is then looked up.  RocketMQ does not check
+that the record really carries the key (two keys can share a hash); ``verify_keys=True``
+does.  **By time** (:func:`get_offset_in_queue_by_time`): a binary search over one
+consume-queue file, reading each probed record's store timestamp.
+
+Where we differ from RocketMQ 4.9.8 (see :data:`DIFFERENCES`): a lookup never creates a
+consume queue, so an unknown topic/queue answers NO_MATCHED_LOGIC_QUEUE; a unit that
+points at bytes that are not its record is skipped and logged instead of being handed on.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+import struct
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from .config import BrokerRole
+from .consume_queue import CQ_STORE_UNIT_SIZE, iter_units
+from .errors import CorruptRecordError, StoreStateError
+from .layout import store_timestamp_position
+from .properties import KEY_SEPARATOR, KEYS, TAGS, UNIQ_KEY, java_string_hash, string_to_properties
+from .record import MessageRecord, decode_message_id, decode_record
+
+__all__ = [
+    "GetMessageStatus", "GetMessageResult", "QueryMessageResult", "ConsumeQueueUnit", "TransferLimits",
+    "TagFilter", "DIFFERENCES",
+    "get_message", "look_message_by_offset", "view_message_by_id", "query_message",
+    "get_max_offset_in_queue", "get_min_offset_in_queue", "get_commit_log_offset_in_queue",
+    "get_offset_in_queue_by_time", "pickup_store_timestamp", "message_keys",
+]
+
+log = logging.getLogger(__name__)
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_SYSFLAG_POSITION = 36
+_MAX_FILTER_BYTES = 16000  # getMessage reads at most max(16000, maxMsgNums * 20) bytes of units
+_EXT_ADDR_MAX = -2**31 - 1  # ConsumeQueueExt.MAX_ADDRESS: tags codes at or below it are ext addresses
+
+#: where this read path deliberately differs from RocketMQ 4.9.8
+DIFFERENCES = {
+    "unknown_queue": "A lookup never creates a consume queue. RocketMQ's findConsumeQueue creates an empty "
+                     "one on every lookup, so for an unknown topic/queue it answers NO_MESSAGE_IN_QUEUE (and "
+                     "NO_MATCHED_LOGIC_QUEUE never happens); we answer NO_MATCHED_LOGIC_QUEUE. Offsets are "
+                     "the same either way (min 0, max 0, next 0), and the broker handles both alike.",
+    "bad_unit": "A consume-queue unit whose bytes do not decode as the record it points at (wrong offset, "
+                "wrong size, garbage) is skipped and logged; RocketMQ hands the bytes to the consumer.",
+    "offset_zero": "Reading commitlog offset 0 when the first file does not start at 0 finds nothing; "
+                   "RocketMQ falls back to the first file and reads its first record.",
+    "shut_down": "get_message on a writable store that is shut down (or not started) raises "
+                 "StoreStateError; RocketMQ returns null.",
+}
+
+
+class GetMessageStatus(enum.Enum):
+    """RocketMQ's ``GetMessageStatus`` (4.9.8: no OFFSET_RESET yet)."""
+
+    FOUND = "FOUND"
+    NO_MATCHED_MESSAGE = "NO_MATCHED_MESSAGE"
+    MESSAGE_WAS_REMOVING = "MESSAGE_WAS_REMOVING"
+    OFFSET_FOUND_NULL = "OFFSET_FOUND_NULL"
+    OFFSET_OVERFLOW_BADLY = "OFFSET_OVERFLOW_BADLY"
+    OFFSET_OVERFLOW_ONE = "OFFSET_OVERFLOW_ONE"
+    OFFSET_TOO_SMALL = "OFFSET_TOO_SMALL"
+    NO_MATCHED_LOGIC_QUEUE = "NO_MATCHED_LOGIC_QUEUE"
+    NO_MESSAGE_IN_QUEUE = "NO_MESSAGE_IN_QUEUE"
+
+
+class ConsumeQueueUnit(NamedTuple):
+    """One consume-queue unit, with the queue offset it sits at."""
+
+    queue_offset: int
+    commit_log_offset: int
+    size: int
+    tags_code: int
+
+
+@dataclass
+class GetMessageResult:
+    """What a pull returns (RocketMQ's ``GetMessageResult``), messages decoded.
+
+    ``units[i]`` is the consume-queue unit ``messages[i]`` was found through.
+    """
+
+    status: GetMessageStatus
+    next_begin_offset: int
+    min_offset: int = 0
+    max_offset: int = 0
+    messages: list = field(default_factory=list)
+    units: list = field(default_factory=list)
+    buffer_total_size: int = 0
+    suggest_pulling_from_slave: bool = False
+
+    @property
+    def message_count(self) -> int:
+        return len(self.messages)
+
+    @property
+    def found(self) -> bool:
+        return self.status is GetMessageStatus.FOUND
+
+    def _add(self, record: MessageRecord, unit: ConsumeQueueUnit) -> None:
+        self.messages.append(record)
+        self.units.append(unit)
+        self.buffer_total_size += record.total_size
+
+    def __repr__(self) -> str:
+        return (f"GetMessageResult(status={self.status.name}, messages={len(self.messages)}, "
+                f"next_begin_offset={self.next_begin_offset}, min_offset={self.min_offset}, "
+                f"max_offset={self.max_offset}, buffer_total_size={self.buffer_total_size})")
+
+
+@dataclass
+class QueryMessageResult:
+    """What a key lookup returns (RocketMQ's ``QueryMessageResult``), messages decoded."""
+
+    messages: list = field(default_factory=list)
+    index_last_update_timestamp: int = 0
+    index_last_update_phyoffset: int = 0
+    buffer_total_size: int = 0
+
+    @property
+    def phy_offsets(self) -> list[int]:
+        return [m.physical_offset for m in self.messages]
+
+    def __repr__(self) -> str:
+        return (f"QueryMessageResult(messages={len(self.messages)}, offsets={self.phy_offsets}, "
+                f"index_last_update_phyoffset={self.index_last_update_phyoffset})")
+
+
+@dataclass(frozen=True)
+class TransferLimits:
+    """How much one pull may return (``MessageStoreConfig`` maxTransfer*; RocketMQ's defaults).
+
+    Data within ``access_message_in_memory_max_ratio`` percent of physical memory from
+    the end of the commitlog counts as "in memory" and gets the larger limits.
+    """
+
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 64 * 1024
+    max_transfer_count_on_message_in_disk: int = 8
+    access_message_in_memory_max_ratio: int = 40
+
+    @classmethod
+    def of(cls, config) -> "TransferLimits":
+        """The limits a store configuration names, RocketMQ's defaults for the rest."""
+        base = cls()
+        return cls(**{name: getattr(config, name, getattr(base, name)) for name in cls.__dataclass_fields__})
+
+
+def _total_physical_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 * 1024**3
+
+
+_TOTAL_PHYSICAL_MEMORY = _total_physical_memory()
+
+
+class TagFilter:
+    """Filter by tags as a RocketMQ TAG subscription does (``"*"`` or ``"a || b"``).
+
+    The consume-queue stage compares tag hash codes (cheap, may let a hash collision
+    through, as RocketMQ's broker does); with ``exact=True`` the commit-log stage also
+    checks the record's TAGS property, which RocketMQ leaves to the client.
+    """
+
+    def __init__(self, expression: str = "*", *, exact: bool = False):
+        tags = [t.strip() for t in expression.split("||") if t.strip()]
+        self.all = not tags or "*" in tags
+        self.tags = frozenset(tags)
+        self.codes = frozenset(java_string_hash(t) for t in tags)
+        self.exact = exact
+
+    def is_matched_by_consume_queue(self, tags_code, cq_ext_unit=None) -> bool:
+        if self.all or tags_code is None:
+            return True
+        return tags_code in self.codes
+
+    def is_matched_by_commit_log(self, record: MessageRecord, properties=None) -> bool:
+        if self.all or not self.exact:
+            return True
+        props = properties if properties is not None else string_to_properties(record.properties)
+        return props.get(TAGS) in self.tags
+
+
+# -- small helpers ---------------------------------------------------------------------------
+
+def _java_div(a: int, b: int) -> int:
+    """Java's integer division (truncates toward zero)."""
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b > 0) else -q
+
+
+def _queue(store, topic: str, queue_id: int):
+    """The consume queue of topic/queue, or None -- never created by a lookup."""
+    return store.consume_queue_table.get((topic, queue_id))
+
+
+def _next_offset_correction(store, old_offset: int, new_offset: int) -> int:
+    cfg = store.config
+    if cfg.broker_role is not BrokerRole.SLAVE or getattr(cfg, "offset_check_in_slave", False):
+        return new_offset
+    return old_offset
+
+
+def _hold_range(queue, offset: int, size: int):
+    """``(mapped file, position)`` of ``[offset, offset+size)`` if readable now, the file held."""
+    if offset < 0 or size < 0:
+        return None
+    mf = queue.find_mapped_file_by_offset(offset)
+    if mf is None:
+        return None
+    pos = offset - mf.file_from_offset
+    if pos + size > mf.read_position or not mf.hold():
+        return None
+    return mf, pos
+
+
+def _read_record(store, offset: int, size: int, *, check_crc: bool = False):
+    """The record of ``size`` bytes at commitlog ``offset``.
+
+    Returns None when those bytes are not readable (not written yet, file gone), and
+    raises :class:`CorruptRecordError` when they are readable but not that record.
+    """
+    cl = store.commit_log
+    held = _hold_range(cl.mapped_file_queue, offset, size)
+    if held is None:
+        return None
+    mf, pos = held
+    try:
+        rec = decode_record(mf.mapped, pos, check_crc=check_crc, limit=pos + size)
+    finally:
+        mf.release()
+    if not isinstance(rec, MessageRecord):
+        raise CorruptRecordError("a blank (END_OF_FILE) record, not a message", offset)
+    if rec.total_size != size:
+        raise CorruptRecordError(f"the record is {rec.total_size} bytes, {size} expected", offset)
+    if rec.physical_offset != offset:
+        raise CorruptRecordError(f"the record says it sits at {rec.physical_offset}", offset)
+    return rec
+
+
+def _read_int_at(store, offset: int) -> int | None:
+    cl = store.commit_log
+    held = _hold_range(cl.mapped_file_queue, offset, 4)
+    if held is None:
+        return None
+    mf, pos = held
+    try:
+        return _I32.unpack_from(mf.mapped, pos)[0]
+    finally:
+        mf.release()
+
+
+def _index_units(cq, queue_offset: int, max_units: int) -> list[ConsumeQueueUnit] | None:
+    """Units from ``queue_offset`` to the readable end of its file (at most ``max_units``).
+
+    None where RocketMQ's ``getIndexBuffer`` returns null: below the minimum, no file, or
+    nothing readable at that position.
+    """
+    pos = queue_offset * CQ_STORE_UNIT_SIZE
+    if pos < cq.min_logic_offset:
+        return None
+    mf = cq.mapped_file_queue.find_mapped_file_by_offset(pos)
+    if mf is None:
+        return None
+    rel = pos - mf.file_from_offset
+    read_pos = mf.read_position
+    if not 0 <= rel < read_pos or not mf.hold():
+        return None
+    try:
+        end = min(read_pos, rel + max_units * CQ_STORE_UNIT_SIZE)
+        base = mf.file_from_offset
+        return [ConsumeQueueUnit((base + p) // CQ_STORE_UNIT_SIZE, off, size, tags)
+                for p, off, size, tags in iter_units(mf.mapped, rel, end)]
+    finally:
+        mf.release()
+
+
+def _check_readable(store) -> None:
+    if not getattr(store, "read_only", False) and getattr(store, "shutdown_flag", False):
+        raise StoreStateError("message store is shut down (or not started), so getMessage is forbidden")
+
+
+def _filter_consume_queue(message_filter, tags_code):
+    if message_filter is None:
+        return True
+    if callable(message_filter) and not hasattr(message_filter, "is_matched_by_consume_queue"):
+        return message_filter(tags_code)
+    return message_filter.is_matched_by_consume_queue(tags_code, None)
+
+
+def _filter_commit_log(message_filter, record) -> bool:
+    if message_filter is None or not hasattr(message_filter, "is_matched_by_commit_log"):
+        return True
+    return message_filter.is_matched_by_commit_log(record, None)
+
+
+# -- pull ------------------------------------------------------------------------------------
+
+def get_message(store, group: str, topic: str, queue_id: int, offset: int, max_count: int,
+                message_filter=None, *, limits: TransferLimits | None = None,
+                check_crc: bool = False) -> GetMessageResult:
+    """Pull up to ``max_count`` messages of topic/queue from queue offset ``offset``.
+
+    ``group`` is the consumer group (RocketMQ only uses it for statistics).
+    ``message_filter`` is None, a callable ``f(tags_code) -> bool``, or an object with
+    ``is_matched_by_consume_queue(tags_code, cq_ext_unit)`` and optionally
+    ``is_matched_by_commit_log(record, properties)`` (see :class:`TagFilter`).
+    ``limits`` defaults to :meth:`TransferLimits.of` the store's config.
+    """
+    _check_readable(store)
+    limits = limits or TransferLimits.of(store.config)
+    status = GetMessageStatus.NO_MESSAGE_IN_QUEUE
+    next_begin = offset
+    min_offset = max_offset = 0
+    result = None
+    max_offset_py = store.commit_log.get_max_offset()
+
+    cq = _queue(store, topic, queue_id)
+    if cq is None:
+        status = GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+        next_begin = _next_offset_correction(store, offset, 0)
+    else:
+        min_offset = cq.get_min_offset_in_queue()
+        max_offset = cq.get_max_offset_in_queue()
+        if max_offset == 0:
+            status = GetMessageStatus.NO_MESSAGE_IN_QUEUE
+            next_begin = _next_offset_correction(store, offset, 0)
+        elif offset < min_offset:
+            status = GetMessageStatus.OFFSET_TOO_SMALL
+            next_begin = _next_offset_correction(store, offset, min_offset)
+        elif offset == max_offset:
+            status = GetMessageStatus.OFFSET_OVERFLOW_ONE
+            next_begin = _next_offset_correction(store, offset, offset)
+        elif offset > max_offset:
+            status = GetMessageStatus.OFFSET_OVERFLOW_BADLY
+            next_begin = _next_offset_correction(store, offset, max_offset)
+        else:
+            max_units = -(-max(_MAX_FILTER_BYTES, max_count * CQ_STORE_UNIT_SIZE) // CQ_STORE_UNIT_SIZE)
+            units = _index_units(cq, offset, max_units)
+            if units is None:
+                status = GetMessageStatus.OFFSET_FOUND_NULL
+                per_file = cq.mapped_file_size // CQ_STORE_UNIT_SIZE
+                next_begin = _next_offset_correction(store, offset, offset + per_file - offset % per_file)
+                log.warning("consumer request topic %s offset %d (min %d, max %d): access logic queue failed",
+                            topic, offset, min_offset, max_offset)
+            else:
+                result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset)
+                status, read, max_phy_pulling = _pull_units(store, result, units, max_count, limits,
+                                                            max_offset_py, message_filter, check_crc, topic)
+                next_begin = offset + read
+                memory = int(_TOTAL_PHYSICAL_MEMORY * (limits.access_message_in_memory_max_ratio / 100.0))
+                result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
+
+    if result is None:
+        result = GetMessageResult(status, next_begin)
+    result.status = status
+    result.next_begin_offset = next_begin
+    result.min_offset = min_offset
+    result.max_offset = max_offset
+    return result
+
+
+def _is_batch_full(limits: TransferLimits, size: int, max_count: int, buffer_total: int, count: int,
+                   in_disk: bool) -> bool:
+    if buffer_total == 0 or count == 0:
+        return False
+    if max_count <= count:
+        return True
+    if in_disk:
+        return (buffer_total + size > limits.max_transfer_bytes_on_message_in_disk
+                or count > limits.max_transfer_count_on_message_in_disk - 1)
+    return (buffer_total + size > limits.max_transfer_bytes_on_message_in_memory
+            or count > limits.max_transfer_count_on_message_in_memory - 1)
+
+
+def _pull_units(store, result, units, max_count, limits, max_offset_py, message_filter, check_crc, topic):
+    """The unit loop of getMessage; returns (status, units consumed, last commitlog offset seen)."""
+    status = GetMessageStatus.NO_MATCHED_MESSAGE
+    memory = int(_TOTAL_PHYSICAL_MEMORY * (limits.access_message_in_memory_max_ratio / 100.0))
+    next_phy_file_start = None
+    max_phy_pulling = 0
+    read = 0
+    for unit in units:
+        offset_py, size_py, tags_code = unit.commit_log_offset, unit.size, unit.tags_code
+        max_phy_pulling = offset_py
+        if next_phy_file_start is not None and offset_py < next_phy_file_start:
+            read += 1
+            continue
+        in_disk = max_offset_py - offset_py > memory
+        if _is_batch_full(limits, size_py, max_count, result.buffer_total_size, len(result.messages), in_disk):
+            break
+        read += 1
+        if tags_code <= _EXT_ADDR_MAX:
+            tags_code = None  # a ConsumeQueueExt address; ext is not supported, so the code is unknown
+        if not _filter_consume_queue(message_filter, tags_code):
+            if result.buffer_total_size == 0:
+                status = GetMessageStatus.NO_MATCHED_MESSAGE
+            continue
+        try:
+            record = _read_record(store, offset_py, size_py, check_crc=check_crc)
+        except CorruptRecordError as exc:
+            log.error("consume queue %s unit %d points at commitlog offset %d (%d bytes), which does not "
+                      "hold that record: %s", topic, unit.queue_offset, offset_py, size_py, exc)
+            continue
+        if record is None:
+            if result.buffer_total_size == 0:
+                status = GetMessageStatus.MESSAGE_WAS_REMOVING
+            next_phy_file_start = store.commit_log.roll_next_file(offset_py)
+            continue
+        if not _filter_commit_log(message_filter, record):
+            if result.buffer_total_size == 0:
+                status = GetMessageStatus.NO_MATCHED_MESSAGE
+            continue
+        result._add(record, unit)
+        status = GetMessageStatus.FOUND
+        next_phy_file_start = None
+    return status, read, max_phy_pulling
+
+
+# -- queue offsets ---------------------------------------------------------------------------
+
+def get_max_offset_in_queue(store, topic: str, queue_id: int) -> int:
+    """The queue offset the next message will get (0 for an unknown queue)."""
+    cq = _queue(store, topic, queue_id)
+    return cq.get_max_offset_in_queue() if cq is not None else 0
+
+
+def get_min_offset_in_queue(store, topic: str, queue_id: int) -> int:
+    """The first queue offset still readable (0 for an unknown queue, as RocketMQ's new queue says)."""
+    cq = _queue(store, topic, queue_id)
+    return cq.get_min_offset_in_queue() if cq is not None else 0
+
+
+def get_commit_log_offset_in_queue(store, topic: str, queue_id: int, queue_offset: int) -> int:
+    """The commitlog offset unit ``queue_offset`` points at (0 when there is no such unit)."""
+    cq = _queue(store, topic, queue_id)
+    if cq is None:
+        return 0
+    units = _index_units(cq, queue_offset, 1)
+    return units[0].commit_log_offset if units else 0
+
+
+def pickup_store_timestamp(store, offset: int, size: int) -> int:
+    """The store timestamp of the record of ``size`` bytes at ``offset``, -1 if unreadable."""
+    cl = store.commit_log
+    if offset < cl.get_min_offset():
+        return -1
+    held = _hold_range(cl.mapped_file_queue, offset, size)
+    if held is None:
+        return -1
+    mf, pos = held
+    try:
+        if size < _SYSFLAG_POSITION + 4:
+            return -1
+        sys_flag = _I32.unpack_from(mf.mapped, pos + _SYSFLAG_POSITION)[0]
+        ts_pos = store_timestamp_position(sys_flag)
+        if ts_pos + 8 > size:
+            return -1
+        return _I64.unpack_from(mf.mapped, pos + ts_pos)[0]
+    finally:
+        mf.release()
+
+
+def _file_by_mtime(files, timestamp: int):
+    for mf in files:
+        try:
+            mtime = os.stat(mf.file_name).st_mtime_ns // 1_000_000
+        except OSError:
+            continue
+        if mtime >= timestamp:
+            return mf
+    return files[-1]
+
+
+def _file_by_store_time(store, files, timestamp: int):
+    for mf in files:
+        last = mf.read_position - CQ_STORE_UNIT_SIZE
+        if last < 0 or not mf.hold():
+            continue
+        try:
+            phy, size, _ = struct.unpack_from(">qiq", mf.mapped, last)
+        finally:
+            mf.release()
+        if pickup_store_timestamp(store, phy, size) >= timestamp:
+            return mf
+    return files[-1]
+
+
+def get_offset_in_queue_by_time(store, topic: str, queue_id: int, timestamp: int, *,
+                                file_by_mtime: bool = True) -> int:
+    """The queue offset of the message stored closest to ``timestamp`` (RocketMQ's search).
+
+    As RocketMQ, the consume-queue file searched is the first whose *modification time*
+    is at or after ``timestamp`` (else the last), then a binary search on the store
+    timestamps of the records its units point at: an exact match wins, else the nearer of
+    the two neighbours.  File mtimes say little about a store that was copied or
+    rebuilt; ``file_by_mtime=False`` picks the first file whose last message was stored at
+    or after ``timestamp`` instead.  Returns 0 when nothing can be read.
+    """
+    cq = _queue(store, topic, queue_id)
+    if cq is None:
+        return 0
+    files = list(cq.mapped_file_queue.mapped_files)
+    if not files:
+        return 0
+    mf = _file_by_mtime(files, timestamp) if file_by_mtime else _file_by_store_time(store, files, timestamp)
+    if mf is None or mf.read_position <= 0 or not mf.hold():
+        return 0
+    try:
+        return _search_file(store, cq, mf, timestamp)
+    finally:
+        mf.release()
+
+
+def _search_file(store, cq, mf, timestamp: int) -> int:
+    unit = CQ_STORE_UNIT_SIZE
+    base = mf.file_from_offset
+    low = cq.min_logic_offset - base if cq.min_logic_offset > base else 0
+    high = mf.read_position - unit
+    target = left = right = -1
+    left_value = right_value = -1
+    min_phy = store.commit_log.get_min_offset()
+    buf = mf.mapped
+    while high >= low:
+        mid = (low + high) // (2 * unit) * unit
+        phy, size, _ = struct.unpack_from(">qiq", buf, mid)
+        if phy < min_phy:
+            low = mid + unit
+            left = mid
+            continue
+        store_time = pickup_store_timestamp(store, phy, size)
+        if store_time < 0:
+            return 0
+        if store_time == timestamp:
+            target = mid
+            break
+        if store_time > timestamp:
+            high = mid - unit
+            right, right_value = mid, store_time
+        else:
+            low = mid + unit
+            left, left_value = mid, store_time
+    if target != -1:
+        pos = target
+    elif left_value == -1:
+        pos = right
+    elif right_value == -1:
+        pos = left
+    else:
+        pos = right if abs(timestamp - left_value) > abs(timestamp - right_value) else left
+    return _java_div(base + pos, unit)
+
+
+# -- by offset, id and key -------------------------------------------------------------------
+
+def look_message_by_offset(store, phy_offset: int, size: int | None = None, *,
+                           check_crc: bool = False) -> MessageRecord | None:
+    """The record at commitlog offset ``phy_offset``, or None.
+
+    The size is read from the record's first 4 bytes unless given.  None when nothing
+    readable is there, or what is there is a blank or not a record (RocketMQ's decoder
+    returns null for those as well).
+    """
+    if size is None:
+        size = _read_int_at(store, phy_offset)
+        if size is None or size <= 0:
+            return None
+    try:
+        return _read_record(store, phy_offset, size, check_crc=check_crc)
+    except CorruptRecordError as exc:
+        log.debug("no message at commitlog offset %d: %s", phy_offset, exc)
+        return None
+
+
+def view_message_by_id(store, msg_id: str, *, check_host: bool = True) -> MessageRecord | None:
+    """The record an offset msgId names (store host + port + commitlog offset), or None.
+
+    With ``check_host`` (default) the record must have been stored by the host the id
+    names -- an id of another broker that happens to point at a record here is not ours.
+    A malformed id raises :class:`~rmqstore.errors.LayoutError`.
+    """
+    host, offset = decode_message_id(msg_id)
+    record = look_message_by_offset(store, offset)
+    if record is None:
+        return None
+    if check_host and record.store_host != host:
+        log.debug("msgId %s names store host %s, but the record at %d was stored by %s",
+                  msg_id, host, offset, record.store_host)
+        return None
+    return record
+
+
+def message_keys(record: MessageRecord) -> set[str]:
+    """The keys a record is indexed under: UNIQ_KEY and every token of KEYS."""
+    props = string_to_properties(record.properties)
+    keys = set()
+    if props.get(UNIQ_KEY):
+        keys.add(props[UNIQ_KEY])
+    for k in (props.get(KEYS) or "").split(KEY_SEPARATOR):
+        if k:
+            keys.add(k)
+    return keys
+
+
+def query_message(store, topic: str, key: str, max_count: int, begin: int, end: int, *,
+                  verify_keys: bool = False) -> QueryMessageResult:
+    """Messages of ``topic`` indexed under ``key`` and stored within ``[begin, end]`` (ms).
+
+    As RocketMQ's ``queryMessage``: at most ``min(max_count, max_msgs_num_batch)`` offsets
+    from the index (newest index files first), sorted by commitlog offset, each looked
+    up.  RocketMQ does not check the record's topic and keys -- a different key with the
+    same hash comes back too; ``verify_keys=True`` drops such records.  If nothing could
+    be read, the search is repeated (three tries at most) with ``end`` moved to the
+    store time of the first offset found.
+    """
+    result = QueryMessageResult()
+    max_num = min(max_count, getattr(store.config, "max_msgs_num_batch", max_count))
+    last_query_msg_time = end
+    for _ in range(3):
+        offsets, last_ts, last_phy = store.index_service.query_offset(topic, key, max_num, begin,
+                                                                      last_query_msg_time)
+        if not offsets:
+            break
+        offsets = sorted(offsets)
+        result.index_last_update_phyoffset = last_phy
+        result.index_last_update_timestamp = last_ts
+        for m, offset in enumerate(offsets):
+            record = look_message_by_offset(store, offset)
+            if record is None:
+                log.error("queryMessage %s#%s: no message at commitlog offset %d", topic, key, offset)
+                continue
+            if m == 0:
+                last_query_msg_time = record.store_timestamp
+            if verify_keys and (record.topic != topic or key not in message_keys(record)):
+                log.warning("queryMessage hash duplicate, %s %s at %d", topic, key, offset)
+                continue
+            result.messages.append(record)
+            result.buffer_total_size += record.total_size
+        if result.buffer_total_size > 0 or last_query_msg_time < begin:
+            break
+    return result
