@@ -1,3 +1,77 @@
-"""Jupyter views of the store (anywidget). Imported as ``rmqstore.widgets``."""
+"""Jupyter views of the store (anywidget). Imported as ``rmqstore.widgets``.
 
-__all__: list[str] = []
+Views
+-----
+:class:`SegmentView`
+    one bar per commitlog segment (optionally a topic's consume-queue files): wrote,
+    committed and flushed positions with their values, the blank tail, file names.
+    ``SegmentView.from_store(store)``; ``view.attach(store, interval_ms=200)`` follows a
+    store live from a background thread (``detach()``/``close()`` stop it).
+:class:`RecordView`
+    one record's bytes as a hex/ASCII grid coloured by field (colours from
+    ``rmqstore.layout.MESSAGE_FIELDS``), hover/click highlighting both ways, decoded values.
+    ``RecordView.from_bytes(buf, offset=0)``, ``RecordView.from_store(store, physical_offset)``.
+:class:`PutPathPlayer`
+    step-through animation of a recorded put path.  ``PutPathPlayer.record(config_kwargs,
+    messages)``, ``PutPathPlayer.from_events(events)``, ``PutPathPlayer.compare(...)`` (SYNC_FLUSH,
+    ASYNC_FLUSH and the transient store pool side by side in an ``ipywidgets.HBox``).
+:class:`StoreInspector`
+    one view over a store directory: segments, topics/queues, a paged record browser that
+    never reads the whole store, lookup by msgId, key or offset.
+:func:`to_html`, :func:`export_notebook_html`
+    standalone HTML with no kernel and no CDN: the views' own ESM and CSS inline, their
+    state embedded, rendered by a small shim of anywidget's model API.
+
+Every view keeps its whole state in synced traits (bulk bytes in ``Bytes`` traits, sent as
+binary buffers), so it renders the same live and in a static page.  64-bit values
+(physical offsets, queue offsets, timestamps) travel as decimal strings and are handled as
+``BigInt`` in JavaScript; positions inside one file (< 2**31) are plain numbers.
+
+DOM contract
+------------
+Browser tests rely on these attributes; they are kept exactly.
+
+SegmentView
+    root ``data-testid="segment-view"``; one element per bar ``data-testid="segment"`` with
+    ``data-file`` (20-digit file name), ``data-wrote``, ``data-committed``, ``data-flushed``
+    (plain decimal positions relative to the file start, as ``MappedFile`` holds them;
+    without a write buffer RocketMQ leaves ``committed`` at 0), plus ``data-size``,
+    ``data-blank`` (start of the blank tail; -1 none, -2 not computed), ``data-group``.
+    Every bar is in the DOM up to 300 rows; above that only the rows scrolled into view
+    (plus a margin) are -- scroll ``.rmq-seg-list`` to reach the others.
+RecordView
+    root ``data-testid="record-view"``; one hex cell per byte ``data-testid="byte"`` with
+    ``data-field="<span name>"`` (a name of ``rmqstore.record.record_field_spans``: the
+    ``MESSAGE_FIELDS`` names plus ``body_length``/``topic_length``/``properties_length``;
+    for a blank record ``total_size``, ``magic_code``, ``blank_fill``), class ``hl`` while
+    that field is highlighted (hover a byte or a row; click pins); decoded rows
+    ``data-testid="field"`` with the same ``data-field`` names (one row per span, so the
+    two sets are equal).  Also ``data-testid="record-kind"`` (``data-kind`` message/blank/
+    corrupt), ``"record-offset"`` (``data-offset``), ``"msg-id"``, ``"crc-status"``
+    (shown when the body CRC checks out; a bad CRC row has ``data-status="bad"``).
+    Records above 8 KiB render only the visible grid lines.
+PutPathPlayer
+    root ``data-testid="put-path-player"``; buttons ``"play"``, ``"pause"``,
+    ``"step-forward"``, ``"step-back"``; range input ``"scrub"`` (0 .. steps-1); select
+    ``"speed"`` (steps per second: 0.5 1 2 4 8 16 32); text ``"step-index"`` (0-based
+    current step), ``"stage"`` (the stage name, e.g. ``append.record``), ``"pos-wrote"``,
+    ``"pos-committed"``, ``"pos-flushed"`` (plain decimal positions, relative to the file
+    start, of the file the step is about -- or the last one written -- after the step;
+    ``data-testid="positions"`` carries that file's name in ``data-file``).  Diagram boxes
+    ``data-testid="stage-box"`` with ``data-box`` (class ``active`` on the current one).
+StoreInspector
+    root ``data-testid="store-inspector"``; the segments section is a SegmentView (same
+    ``segment`` bars); record rows ``data-testid="record-row"`` (``data-offset``,
+    ``data-kind``); lookup input ``data-testid="lookup"`` and button ``"lookup-go"``
+    (a msgId, ``key`` or ``topic#key``, or a physical offset); the selected record is a
+    RecordView (same ``byte``/``field`` cells); paging buttons ``"page-prev"``,
+    ``"page-next"``, ``"page-first"``; topics table rows ``data-testid="queue-row"``;
+    ``data-testid="lookup-result"`` says what a lookup found.
+"""
+
+from .put_path_player import PutPathPlayer
+from .record_view import RecordView
+from .segment_view import SegmentView
+from .static_html import export_notebook_html, to_html
+
+__all__ = ["PutPathPlayer", "RecordView", "SegmentView", "to_html", "export_notebook_html"]

@@ -1,0 +1,342 @@
+"""The Jupyter views' state, checked against the engine (no browser: see tests/browser for the DOM).
+
+Each view's synced state must say what the store says: SegmentView's positions are
+``store.positions()``, RecordView's spans tile the record exactly and its values are
+``decode_record``'s, the PutPathPlayer's trace agrees with the put results and the final
+positions, the StoreInspector pages through a full scan's records without reading the
+store, and the static HTML carries the views' own code and state.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("anywidget")
+
+from rmqstore import Message, MessageBatch, MessageStore, StoreConfig, BatchItem  # noqa: E402
+from rmqstore.crc import crc32  # noqa: E402
+from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2  # noqa: E402
+from rmqstore.record import (Address, MessageRecord, create_message_id, decode_record,  # noqa: E402
+                             encode_message, record_field_spans)
+from rmqstore.scan import CommitLogScan  # noqa: E402
+from rmqstore.store import open_store  # noqa: E402
+
+import rmqstore.widgets as W  # noqa: E402
+from rmqstore.widgets._common import FIELD_TABLE, record_details  # noqa: E402
+from rmqstore.widgets.put_path_player import MODES, replay  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "data" / "sample_store"
+FIXTURES = ROOT / "tests" / "fixtures"
+
+
+def _positions_core(p: dict) -> tuple:
+    return (p["file"], p["fileFromOffset"], p["wrotePosition"], p["committedPosition"], p["flushedPosition"],
+            p["isFull"], p["hasWriteBuffer"])
+
+
+def _put_some(store, n: int, body=b"x" * 200, topic="TopicW", queues=2):
+    results = []
+    for i in range(n):
+        results.append(store.put_message(Message(topic, body[: 20 + (i * 37) % len(body)], queue_id=i % queues,
+                                                 properties=f"KEYS\x01k-{i}\x02TAGS\x01T{i % 3}")))
+    return results
+
+
+@pytest.fixture
+def small_store(tmp_path):
+    cfg = StoreConfig(mapped_file_size_commit_log=4096, mapped_file_size_consume_queue=20 * 50,
+                      pre_fault_mapped_file=False, flush_disk_type="SYNC_FLUSH")
+    store = MessageStore(tmp_path / "store", cfg)
+    store.start()
+    yield store
+    store.shutdown()
+
+
+# -- SegmentView ---------------------------------------------------------------------------------
+
+def test_segment_view_state_equals_store_positions(small_store):
+    _put_some(small_store, 60)
+    small_store.wait_dispatched()
+    view = W.SegmentView.from_store(small_store)
+    state = view.segments()
+    assert [_positions_core(p) for p in state] == [_positions_core(p) for p in small_store.positions()]
+    assert view.rows == len(small_store.positions()) > 2
+    assert view.summary["max_offset"] == str(small_store.get_max_phy_offset())
+    # blank tails: where a full scan finds the END_OF_FILE records
+    blanks = {off: r for off, r in CommitLogScan(small_store.root) if r.magic_code == BLANK_MAGIC_CODE}
+    for row in state:
+        if row["isFull"]:
+            start = row["fileFromOffset"] + row["blankAt"]
+            assert start in blanks and start + blanks[start].total_size == row["fileFromOffset"] + row["size"]
+        else:
+            assert row["blankAt"] == -1
+
+
+def test_segment_view_of_a_read_only_store_and_consume_queues(small_store, tmp_path):
+    _put_some(small_store, 40)
+    small_store.wait_dispatched()
+    small_store.shutdown()
+    store = open_store(small_store.root)
+    try:
+        view = W.SegmentView.from_store(store, topic="TopicW")
+        labels = [g["label"] for g in view.groups]
+        assert labels == ["commitlog", "consumequeue/TopicW/0", "consumequeue/TopicW/1"]
+        rows = view.segments()
+        cl = [r for r in rows if r["group"] == 0]
+        assert [_positions_core(p) for p in cl] == [_positions_core(p) for p in store.positions()]
+        cq_rows = [r for r in rows if r["group"] > 0]
+        for r in cq_rows:
+            cq = store.consume_queue_table[("TopicW", r["group"] - 1)]
+            mf = next(m for m in cq.mapped_file_queue.mapped_files if m.file_from_offset == r["fileFromOffset"])
+            assert r["wrotePosition"] == mf.wrote_position
+        assert sum(r["wrotePosition"] for r in cq_rows) == 40 * 20
+    finally:
+        store.close()
+
+
+def test_segment_view_attach_follows_puts_and_stops(small_store):
+    view = W.SegmentView.from_store(small_store)
+    seen = []
+    view.observe(lambda ch: seen.append(ch["new"]), names="updates")
+    view.attach(small_store, interval_ms=20)
+    assert view.attached and view.live
+    for _ in range(6):
+        _put_some(small_store, 8)
+        time.sleep(0.05)
+    view.detach()
+    assert not view.attached and not view.live
+    assert len(seen) >= 3, "the view should have been updated while puts ran"
+    assert [_positions_core(p) for p in view.segments()] == [_positions_core(p) for p in small_store.positions()]
+    # close() stops a running follower too
+    view.attach(small_store, interval_ms=20)
+    thread = view._attach_thread
+    view.close()
+    assert not thread.is_alive()
+
+
+def test_segment_view_2000_segments_stays_small():
+    size = 1 << 30
+    positions = [{"fileFromOffset": i * size, "wrotePosition": size if i < 1999 else 1234,
+                  "committedPosition": 0, "flushedPosition": size if i < 1998 else 0, "size": size,
+                  "blankAt": size - 17} for i in range(2000)]
+    t0 = time.perf_counter()
+    view = W.SegmentView.from_positions(positions)
+    built = time.perf_counter() - t0
+    state = W.static_html.widget_state(view)["state"][view.model_id]
+    size_json = len(json.dumps(state))
+    assert built < 1.0
+    assert size_json < 150_000, size_json  # binary columns: ~36 bytes a segment, base64'd
+    rows = view.segments()
+    assert rows[-1]["fileFromOffset"] == 1999 * size > 2**40
+    assert rows[-1]["wrotePosition"] == 1234 and rows[-2]["flushedPosition"] == 0
+
+
+# -- RecordView ----------------------------------------------------------------------------------
+
+def _check_record_view(view, buf, pos, phys):
+    rec = decode_record(buf, pos)
+    data = bytes(view.data)
+    spans = view.spans
+    if isinstance(rec, MessageRecord):
+        assert data == bytes(buf[pos:pos + rec.total_size])
+        expected = [[n, s, e] for n, s, e, _ in record_field_spans(rec, 0)]
+        assert spans == expected
+        # the spans tile the record exactly
+        assert spans[0][1] == 0 and spans[-1][2] == rec.total_size
+        assert all(a[2] == b[1] for a, b in zip(spans, spans[1:]))
+        rows = {r["name"]: r for r in view.rows}
+        assert [r["name"] for r in view.rows] == [s[0] for s in spans]
+        for f in MESSAGE_FIELDS:
+            value = getattr(rec, f.name)
+            row = rows[f.name]
+            if f.kind in ("i8", "i16", "i32", "i64"):
+                assert int(row["raw"]) == value, f.name
+            elif f.kind == "host":
+                assert row["value"] == str(value) and row["raw"] == value.packed.hex()
+            elif f.name == "properties":
+                assert row["raw"] == value
+            elif f.name == "topic":
+                assert row["value"] == value
+        assert rows["body_length"]["raw"] == str(len(rec.body))
+        assert rows["body_crc"]["status"] == ("ok" if crc32(rec.body) == rec.body_crc else "bad")
+        assert view.msg_id == create_message_id(rec.store_host, rec.physical_offset)
+        assert view.version == ("V2" if rec.magic_code == MESSAGE_MAGIC_CODE_V2 else "V1")
+        assert view.kind == "message"
+    else:
+        assert view.kind == "blank"
+        assert spans[:2] == [["total_size", 0, 4], ["magic_code", 4, 8]]
+        assert int(view.rows[0]["raw"]) == rec.total_size
+    assert view.offset == str(phys)
+    names = {row["name"] for row in FIELD_TABLE}
+    assert {s[0] for s in spans} <= names, "every span name has a colour in the field table"
+
+
+def test_record_view_from_store_matches_decode_record():
+    store = open_store(SAMPLE)
+    try:
+        records = list(CommitLogScan(SAMPLE))
+        picked = records[:40] + [r for r in records if r[1].magic_code == BLANK_MAGIC_CODE][:3] + records[-3:]
+        for off, _rec in picked:
+            view = W.RecordView.from_store(store, off)
+            mf = store.commit_log.mapped_file_queue.find_mapped_file_by_offset(off)
+            _check_record_view(view, mf.mapped, off - mf.file_from_offset, off)
+    finally:
+        store.close()
+
+
+def test_record_view_v2_ipv6_bad_crc_and_from_bytes():
+    v6 = Address.parse("[2001:db8::7]:10911")
+    born6 = Address.parse("[fe80::1]:40001")
+    buf = encode_message(queue_id=3, flag=7, queue_offset=5, physical_offset=2**40 + 8, sys_flag=0,
+                         born_timestamp=1_795_000_000_000, born_host=born6, store_timestamp=1_795_000_000_123,
+                         store_host=v6, reconsume_times=1, prepared_transaction_offset=0, body=b"hello",
+                         topic="T" * 200, properties="KEYS\x01a b\x02TAGS\x01x", magic_code=MESSAGE_MAGIC_CODE_V2)
+    view = W.RecordView.from_bytes(buf, offset=2**40 + 8)
+    _check_record_view(view, buf, 0, 2**40 + 8)
+    rows = {r["name"]: r for r in view.rows}
+    assert rows["store_host"]["value"] == "[2001:db8::7]:10911"
+    assert rows["born_timestamp"]["value"] == "2026-11-18 11:06:40.000 UTC"
+    assert rows["properties"]["extra"] == [["KEYS", "a b"], ["TAGS", "x"]]
+    assert view.offset == str(2**40 + 8)  # beyond 2**53-safe territory: sent as a string
+    # a record placed 16 bytes into a buffer, with a wrong CRC
+    bad = bytearray(buf)
+    struct.pack_into(">i", bad, 8, (crc32(b"hello") + 1) & 0x7FFFFFFF)
+    view = W.RecordView.from_bytes(b"\0" * 16 + bytes(bad), offset=99, pos=16)
+    rows = {r["name"]: r for r in view.rows}
+    assert rows["body_crc"]["status"] == "bad" and "bad" in rows["body_crc"]["value"]
+    assert rows["physical_offset"]["status"] == "bad"  # the record says 2**40+8, it sits at 99
+    # not a record at all
+    view = W.RecordView.from_bytes(b"\x01" * 40)
+    assert view.kind == "corrupt" and view.error
+
+
+def test_record_view_of_rocketmq_fixture_records():
+    store = open_store(FIXTURES / "basic")
+    try:
+        records = list(CommitLogScan(FIXTURES / "basic" / "store"))
+        assert records
+        for off, _rec in records[::37]:
+            view = W.RecordView.from_store(store, off)
+            mf = store.commit_log.mapped_file_queue.find_mapped_file_by_offset(off)
+            _check_record_view(view, mf.mapped, off - mf.file_from_offset, off)
+    finally:
+        store.close()
+
+
+# -- PutPathPlayer -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", list(MODES))
+def test_put_path_trace_matches_what_the_store_did(mode):
+    msgs = [Message("TopicP", bytes(range(97, 97 + 20)) * (1 + i % 9), queue_id=i % 3,
+                    properties=f"KEYS\x01p{i}") for i in range(14)]
+    msgs.append(MessageBatch("TopicP", [BatchItem(b"b" * 50, "KEYS\x01b1"), BatchItem(b"c" * 60, "")], queue_id=1))
+    player = W.PutPathPlayer.record(MODES[mode], msgs)
+    assert all(r.ok for r in player.results), player.results
+    appended = set(player.appended_offsets())
+    for r in player.results:
+        ar = r.append_result
+        assert ar.wrote_offset in appended, f"put at {ar.wrote_offset} has no append.record step"
+    # batch: each record of the batch appears
+    assert len(player.appended_offsets()) == len(msgs) - 1 + 2
+    # replaying the trace ends where the store ended
+    final = {p["fileFromOffset"]: p for p in player.final_positions}
+    table = player.positions_at()
+    assert set(table) == set(final)
+    for f, p in final.items():
+        assert (table[f]["wrote"], table[f]["committed"], table[f]["flushed"]) == \
+               (p["wrotePosition"], p["committedPosition"], p["flushedPosition"]), (mode, f)
+    # the last step shows the last file's positions
+    last = player.steps[-1]
+    last_file = int(player.files[last["file"]]["from"])
+    assert last["pos"] == [table[last_file]["wrote"], table[last_file]["committed"], table[last_file]["flushed"]]
+    stages = set(player.stages())
+    assert {"encode", "lock.acquire", "append.record", "position.wrote", "lock.release", "flush"} <= stages
+    assert ("group_commit.wake" in stages) == (mode == "SYNC_FLUSH")
+    assert ("commit" in stages) == (mode == "TRANSIENT_STORE_POOL")
+    boxes = {s["box"] for s in player.steps}
+    assert {"encode", "lock", "mapped_file", "do_append", "wrote", "unlock"} <= boxes
+    # every field range of an append lies inside its file, within the appended record
+    for s in player.steps:
+        if s["stage"] == "append.record":
+            size = player.files[s["file"]]["size"]
+            assert all(0 <= a <= b <= size for _, a, b in s["bytes"])
+            assert s["bytes"][0][0] == "total_size"
+
+
+def test_put_path_player_from_events_and_positions_never_go_back():
+    player = W.PutPathPlayer.record({"flush_disk_type": "SYNC_FLUSH"}, 14)
+    again = W.PutPathPlayer.from_events(player.events)
+    assert again.steps == player.steps and again.files == player.files
+    last = {}
+    for s in player.steps:
+        if "set" in s:
+            f = s["set"][0]
+            prev = last.get(f, [0, 0, 0])
+            assert all(a >= b for a, b in zip(s["set"][1:], prev))
+            last[f] = s["set"][1:]
+    assert any(s["stage"] == "append.blank" for s in player.steps), "14 demo messages roll a 4 KiB file"
+    assert replay(player.events) == player.positions_at()
+    # everything synced is JSON (no int beyond 2**53 sneaks through as a number)
+    json.dumps(player.steps)
+
+
+def test_compare_gives_three_players_in_an_hbox():
+    import ipywidgets
+
+    box = W.PutPathPlayer.compare(messages=6)
+    assert isinstance(box, ipywidgets.HBox)
+    assert [p.title for p in box.players] == list(MODES)
+    assert all(isinstance(c, W.PutPathPlayer) for c in box.children)
+
+
+# -- static HTML ---------------------------------------------------------------------------------
+
+def _embedded_state(page: str) -> dict:
+    m = re.search(r'<script type="application/vnd.jupyter.widget-state\+json">(.*?)</script>', page, re.S)
+    assert m, "no widget state in the page"
+    return json.loads(m.group(1))
+
+
+def test_to_html_embeds_esm_css_and_state(tmp_path):
+    store = open_store(SAMPLE)
+    try:
+        seg = W.SegmentView.from_store(store)
+        rec = W.RecordView.from_store(store, 0)
+    finally:
+        store.close()
+    player = W.PutPathPlayer.record(None, 4)
+    path = tmp_path / "views.html"
+    page = W.to_html([seg, rec, player], path, title="views")
+    assert path.read_text(encoding="utf-8") == page
+    state = _embedded_state(page)["state"]
+    for view in (seg, rec, player):
+        model = state[view.model_id]
+        assert model["model_module"] == "anywidget"
+        assert model["state"]["_esm"] == view._esm and "export default" in view._esm
+        assert model["state"]["_css"] == view._css
+        assert f'data-rmq-model-id="{view.model_id}"' in page
+    buffers = {tuple(b["path"]): base64.b64decode(b["data"]) for b in state[seg.model_id]["buffers"]}
+    assert buffers[("positions",)] == seg.positions and buffers[("files",)] == seg.files
+    rec_buffers = {tuple(b["path"]): base64.b64decode(b["data"]) for b in state[rec.model_id]["buffers"]}
+    assert rec_buffers[("data",)] == rec.data
+    assert state[player.model_id]["state"]["steps"] == player.steps
+    # offline: the shim is inline and nothing is loaded from elsewhere
+    assert "rmq_static" in page and "URL.createObjectURL" in page
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "</script>" not in json.dumps(state).replace("<\\/", "")  # nothing can close the state early
+
+
+def test_to_html_of_an_hbox_includes_its_children():
+    box = W.PutPathPlayer.compare(messages=3, modes=("SYNC_FLUSH", "ASYNC_FLUSH"))
+    state = _embedded_state(W.to_html(box))["state"]
+    assert state[box.model_id]["model_name"] == "HBoxModel"
+    for p in box.players:
+        assert p.model_id in state and f"IPY_MODEL_{p.model_id}" in state[box.model_id]["state"]["children"]

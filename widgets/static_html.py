@@ -1,0 +1,177 @@
+"""Views as standalone HTML: no kernel, no CDN, the views' own code.
+
+:func:`to_html` writes one page holding, inline, the widget state of the views (the Jupyter
+widget-state JSON that ``ipywidgets.embed`` and nbclient produce: each anywidget model carries
+its ``_esm`` and ``_css``; binary buffers are base64) and a small renderer (``_shim.js``)
+that rebuilds each model with a shim of anywidget's model API and calls the view's real
+``render``.  Nothing is fetched: the ESM is imported from a Blob URL.
+
+:func:`export_notebook_html` executes a notebook with nbclient (``store_widget_state=True``),
+converts it with nbconvert's ``lab`` HTML template minus every remote script (require.js,
+the widget html-manager, MathJax, mermaid) and renders each widget output with the same
+renderer from the notebook's saved widget state.
+"""
+
+from __future__ import annotations
+
+import html as _html
+import json
+import os
+from pathlib import Path
+
+from ._assets import HERE
+
+__all__ = ["to_html", "export_notebook_html", "widget_state", "SHIM_JS", "STATE_MIME"]
+
+STATE_MIME = "application/vnd.jupyter.widget-state+json"
+VIEW_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _shim() -> str:
+    return (HERE / "_shim.js").read_text(encoding="utf-8")
+
+
+SHIM_JS = _shim()
+
+
+def _script_json(obj) -> str:
+    """JSON safe inside a <script> element (no '</', no '<!--')."""
+    return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/").replace("<!--", "<\\!--")
+
+
+def _flatten(views) -> list:
+    if isinstance(views, (list, tuple)):
+        out = []
+        for v in views:
+            out += _flatten(v)
+        return out
+    return [views]
+
+
+def widget_state(views) -> dict:
+    """The widget-state JSON (version 2.0) of ``views`` and every widget they reference."""
+    from ipywidgets.embed import dependency_state
+
+    state = dependency_state(_flatten(views), drop_defaults=False)
+    return {"version_major": 2, "version_minor": 0, "state": state}
+
+
+_PAGE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{title}</title>
+<style>
+body {{ margin: 16px; font-family: system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328; background: #fff; }}
+h1.rmq-page-title {{ font-size: 18px; font-weight: 600; margin: 0 0 12px; }}
+.rmq-output {{ margin: 0 0 24px; }}
+</style>
+</head>
+<body>
+{heading}
+{divs}
+<script type="{mime}">{state}</script>
+<script type="module">
+{shim}
+</script>
+</body>
+</html>
+"""
+
+
+def to_html(view_or_list, path=None, title: str = "rmqstore") -> str:
+    """A standalone page rendering ``view_or_list`` (a view, an ipywidgets box, or a list).
+
+    The page embeds every model's state (ESM and CSS included) and renders it with the
+    views' own JavaScript and no kernel: the player plays, hovering highlights.  Writes it
+    to ``path`` when given; returns the HTML either way.
+    """
+    views = _flatten(view_or_list)
+    state = widget_state(views)
+    divs = "\n".join(f'<div class="rmq-output" data-rmq-model-id="{_html.escape(v.model_id)}"></div>'
+                     for v in views)
+    heading = f'<h1 class="rmq-page-title">{_html.escape(title)}</h1>' if title else ""
+    page = _PAGE.format(title=_html.escape(title or "rmqstore"), heading=heading, divs=divs, mime=STATE_MIME,
+                        state=_script_json(state), shim=SHIM_JS)
+    if path is not None:
+        Path(path).write_text(page, encoding="utf-8")
+    return page
+
+
+# -- notebooks -----------------------------------------------------------------------------
+
+_TEMPLATE = r"""{%- extends 'index.html.j2' -%}
+{%- block html_head_js_requirejs -%}{%- endblock html_head_js_requirejs -%}
+{%- block jupyter_widgets -%}{%- endblock jupyter_widgets -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block data_widget_view scoped -%}
+{%- set spec = output.data['application/vnd.jupyter.widget-view+json'] -%}
+<div class="jupyter-widgets jp-OutputArea-output rmq-output {{ extra_class }}" data-rmq-model-id="{{ spec.model_id | escape_html }}"></div>
+{%- endblock data_widget_view -%}
+{% block footer_js %}
+<script type="module">
+{{ resources.rmq_shim }}
+</script>
+{% endblock footer_js %}
+"""
+
+
+def _exporter():
+    import jinja2
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab",
+                                   extra_loaders=[jinja2.DictLoader({"rmq_offline.html.j2": _TEMPLATE})])
+    exporter.template_file = "rmq_offline.html.j2"
+    return exporter
+
+
+def export_notebook_html(ipynb_path, html_path, execute: bool = True, *, timeout: int = 600,
+                         kernel_name: str = "python3", cwd=None) -> str:
+    """Execute ``ipynb_path`` (unless ``execute=False``) and write it as offline HTML to ``html_path``.
+
+    Widget outputs are rendered from the notebook's saved widget state (anywidget models
+    carry their ``_esm``/``_css``) by the same renderer as :func:`to_html`; HBox/VBox
+    children are laid out in a flex box.  No remote script is referenced.  Returns the HTML.
+    """
+    import nbformat
+
+    ipynb_path = Path(ipynb_path)
+    nb = nbformat.read(ipynb_path, as_version=4)
+    if execute:
+        from nbclient import NotebookClient
+
+        client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
+                                resources={"metadata": {"path": str(cwd or ipynb_path.parent)}})
+        client.execute()
+    exporter = _exporter()
+    body, _ = exporter.from_notebook_node(nb, resources={"rmq_shim": SHIM_JS,
+                                                         "metadata": {"name": ipynb_path.stem}})
+    Path(html_path).write_text(body, encoding="utf-8")
+    return body
+
+
+def _selfcheck_offline(page: str) -> list[str]:
+    """Remote references left in a page (``src=``/``href=`` to http(s)); empty when offline."""
+    import re
+
+    return re.findall(r"""(?:src|href)\s*=\s*["'](https?:)?//[^"']+""", page)
+
+
+def _main(argv=None) -> int:  # pragma: no cover - a convenience
+    import argparse
+
+    p = argparse.ArgumentParser(description="Execute a notebook and write offline HTML (widgets included).")
+    p.add_argument("notebook")
+    p.add_argument("html")
+    p.add_argument("--no-execute", action="store_true")
+    a = p.parse_args(argv)
+    export_notebook_html(a.notebook, a.html, execute=not a.no_execute)
+    print(os.path.abspath(a.html))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(_main())
