@@ -36,15 +36,13 @@ from .commit_log import CommitLog
 from .consume_queue import ConsumeQueue
 from .dispatch import ReputMessageService, builds_consume_queue
 from .index import IndexService
+from . import recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
-from .errors import CorruptRecordError, StoreError, StoreStateError
+from .errors import StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
                     GroupCommitService, ServiceThread)
-from .layout import BLANK_MAGIC_CODE
 from .message import Message, MessageBatch
-from .record import decode_record
 from .status import PutMessageResult, PutMessageStatus
-from .sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
@@ -180,6 +178,8 @@ class MessageStore:
         self.writeable = True
         self.shutdown_flag = True
         self._started = False
+        self._loaded = False
+        self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
         self._async_pool = None
         self._async_pool_lock = threading.Lock()
 
@@ -188,71 +188,48 @@ class MessageStore:
     def abort_file(self) -> str:
         return os.path.join(self.root, "abort")
 
+    # -- load and recovery (rmqstore.recovery) ---------------------------------------
     def load(self) -> bool:
-        """Map existing files and find where the log ends (a full CRC-checked scan).
+        """Map the store's files and recover (RocketMQ's ``DefaultMessageStore#load``).
 
-        Read-only: files are mapped read-only and positions found, but nothing is
-        truncated, deleted, created or locked.
+        ``abort`` absent means the last run shut down cleanly (normal recovery), present
+        means it died (abnormal recovery: re-dispatch from the checkpoint on).  See
+        :mod:`rmqstore.recovery`.  Read-only: files are mapped read-only and the ends
+        found in memory; nothing is created, truncated, dispatched, deleted or locked.
         """
+        if self._loaded:
+            return True
         if not self.read_only:
             os.makedirs(self.root, exist_ok=True)
         elif not os.path.isdir(self.root):
             raise StoreError(f"{self.root}: no such store directory")
+        self.last_exit_ok = not os.path.exists(self.abort_file)
+        if not self.last_exit_ok:
+            recovery.remove_interrupted_allocations(self)
         self.commit_log.load()
-        self._recover_end_of_log()
-        if self.read_only:
-            self.index_service.load()
-            self._load_consume_queues()
+        self._load_consume_queues()
+        self.checkpoint = recovery.open_checkpoint(self)
+        self.index_service.checkpoint = self.checkpoint
+        self.index_service.load(self.last_exit_ok)
+        recovery.recover(self, self.last_exit_ok)
+        self._loaded = True
         return True
-
-    def _recover_end_of_log(self) -> None:
-        queue = self.commit_log.mapped_file_queue
-        table = self.commit_log.topic_queue_table
-        end = queue.get_min_offset() if queue.mapped_files else 0
-        for mf in queue.mapped_files:
-            pos = 0
-            buf = mf.mapped
-            stop = False
-            while pos + 8 <= mf.file_size:
-                try:
-                    rec = decode_record(buf, pos, check_crc=self.config.check_crc_on_recover)
-                except CorruptRecordError:
-                    stop = True
-                    break
-                if rec.magic_code == BLANK_MAGIC_CODE:
-                    pos = mf.file_size
-                    break
-                if rec.physical_offset != mf.file_from_offset + pos:
-                    stop = True
-                    break
-                if rec.sys_flag & TRANSACTION_MASK not in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE):
-                    key = (rec.topic, rec.queue_id)
-                    table[key] = max(table.get(key, 0), rec.queue_offset + 1)
-                pos += rec.total_size
-            end = mf.file_from_offset + pos
-            if stop or pos < mf.file_size:
-                break
-        queue.flushed_where = queue.committed_where = end
-        queue.truncate_dirty_files(end)
 
     def start(self) -> None:
         if self.read_only:
             raise StoreStateError("a store opened read-only cannot be started (it would write)")
         if self._started:
             raise StoreStateError("store already started")
-        if not self.commit_log.mapped_file_queue.mapped_files and os.path.isdir(
-                os.path.join(self.root, "commitlog")) and os.listdir(os.path.join(self.root, "commitlog")):
-            self.load()
-        os.makedirs(self.root, exist_ok=True)
+        if not self._loaded:
+            self.load()  # recovery (rmqstore.recovery)
         with open(os.path.join(self.root, "lock"), "wb") as f:
             f.write(b"lock")
         open(self.abort_file, "wb").close()
-        self.checkpoint = StoreCheckpoint(os.path.join(self.root, "checkpoint"))
-        self.index_service.checkpoint = self.checkpoint
-        if not self.index_service.index_files:
-            self.index_service.load()
-        self._load_consume_queues()
+        # as RocketMQ's start(): dispatch from the furthest message any consume queue holds,
+        # catch up before anything else runs, then take the queue offsets from the queues
         self.reput_message_service.reput_from_offset = self._dispatched_up_to()
+        self.reput_message_service.do_reput()
+        recovery.recover_topic_queue_table(self)
         if self.transient_store_pool is not None:
             self.transient_store_pool.init()
         self.allocate_service.start()
@@ -277,13 +254,22 @@ class MessageStore:
         self._started = True
 
     def close(self) -> None:
-        """Unmap everything of a read-only store (a writable one: same as shutdown)."""
-        if not self.read_only:
+        """Unmap everything of a read-only store (a started one: same as shutdown).
+
+        A writable store that was loaded (recovered) but never started is flushed and
+        unmapped; its ``abort`` file, if the last run left one, stays where it is.
+        """
+        if not self.read_only and self._started:
             self.shutdown()
             return
         for cq in self.consume_queue_table.values():
+            if not self.read_only:
+                cq.flush(0)
             cq.shutdown()
-        self.index_service.shutdown()
+        self.index_service.shutdown()  # (flushes each writable index file)
+        if self.checkpoint is not None and not self.read_only:
+            self.checkpoint.shutdown()
+        self.checkpoint = None
         self.commit_log.shutdown()
 
     def shutdown(self) -> None:
@@ -506,6 +492,7 @@ class MessageStore:
         return cq
 
     def _load_consume_queues(self) -> None:
+        """Map every consume queue on disk (recovery recovers them: rmqstore.recovery)."""
         base = os.path.join(self.root, "consumequeue")
         if not os.path.isdir(base):
             return
@@ -516,9 +503,7 @@ class MessageStore:
             for qid in sorted(os.listdir(tdir)):
                 if not qid.lstrip("-").isdigit() or (topic, int(qid)) in self.consume_queue_table:
                     continue
-                cq = self.find_consume_queue(topic, int(qid))
-                cq.load()
-                cq.recover()
+                self.find_consume_queue(topic, int(qid)).load()
 
     def _dispatched_up_to(self) -> int:
         """Where the reput service starts: the end of the furthest message any queue knows."""

@@ -1,0 +1,457 @@
+"""Recovery: where does the log end, and do the derived files agree with it?
+
+The problem
+-----------
+A store is three kinds of files.  The commitlog is the truth: every message, in the
+order the put lock admitted it.  The consume queues and the index are *derived* from it
+by dispatch, a little behind the writers.  While a store runs, none of them has an
+"end" on disk: segment files are pre-allocated at full size and fill from the front, so
+after a stop the only way to know where data ends is to read it.  And a stop can leave
+every file at a different point: a torn record at the tail of the commitlog, consume
+queues that lag behind it (dispatch had not caught up) or run ahead of it (their pages
+reached the disk, the commitlog's did not), index files with entries for records that
+are gone.
+
+Recovery answers two questions -- where the commitlog ends, and what the derived files
+must look like for that end -- and it answers them the way Apache RocketMQ 4.9.8 does
+(``DefaultMessageStore#load``/``#recover``, ``CommitLog#recoverNormally`` /
+``#recoverAbnormally``), because a store must come back the same whether RocketMQ or we
+open it.
+
+How a stop is recognised
+------------------------
+``start()`` creates an empty ``abort`` file; a clean ``shutdown()`` removes it after
+everything is flushed and dispatched.  So at ``load()``:
+
+* no ``abort``: the last run shut down cleanly.  Every file was flushed and every record
+  dispatched, so only the newest part of the log can be doubtful.  **Normal recovery**
+  validates the last three commitlog files only and dispatches nothing;
+* ``abort`` present: the process died.  The consume queues may lag behind the log and
+  the last index files may hold entries for records that recovery is about to drop.
+  **Abnormal recovery** goes back to a point that the checkpoint proves was fully
+  dispatched and dispatches every record again from there.
+
+The order of ``load()``
+-----------------------
+1. map the commitlog files (all must have the configured size);
+2. map the consume-queue files (no recovery yet);
+3. open the checkpoint (three timestamps: last flushed commitlog record, last
+   dispatched consume-queue unit, last full index file);
+4. load the index files; after an abnormal stop every index file whose end timestamp is
+   newer than the checkpoint's index timestamp is deleted -- it may hold entries for
+   records the log is about to lose, and dispatch will rebuild it;
+5. recover every consume queue: from its third-last file, find the last valid unit
+   (``offset >= 0 and size > 0``) and cut after it.  The largest "end of the last
+   message" over all queues is remembered;
+6. recover the commitlog, normally or abnormally (below);
+7. rebuild the commitlog's topic-queue table (the next queue offset of every queue)
+   from the consume queues, and move each queue's minimum to the first unit that points
+   into the log that is left.
+
+Validating a record
+-------------------
+Walking a file from position 0, a record is *valid* when its magic is the message magic,
+every length inside it is consistent with its declared total size, and -- with
+``check_crc_on_recover`` (the default) -- the CRC of a non-empty body matches.  A blank
+(END_OF_FILE) record sends the walk to the next file and is never part of the
+recovered end itself: if the last file ends in a blank, the end is the blank's position.
+The first invalid record ends the log.
+
+Normal recovery
+---------------
+Start at the third-last file (or the first), validate forward across files, stop at the
+first invalid record: that is the end.  Set the queue's flushed and committed marks
+there, cut the files (the file holding the end gets its positions set, later files are
+deleted), and if any consume queue reaches the end or beyond, cut every queue's units
+at or past it.  Nothing is dispatched: a clean stop left the queues complete.
+
+Abnormal recovery
+-----------------
+Choose the start file: the *newest* file whose first record is a message with a
+non-zero store timestamp no later than the checkpoint's minimum timestamp
+(``min(physic, logics) - 3 s``; with ``message_index_enable`` and
+``message_index_safe`` the index timestamp is included too).  Every record before that
+file was, by the checkpoint, both flushed and dispatched.  No file qualifies: start at
+the first.  Validate forward as above, and hand **every** valid record to dispatch
+again.  That is idempotent: a consume queue skips a record that ends at or before the
+last message it holds, and the index skips a record below its newest file's end
+offset.  Then cut the commitlog and the consume queues at the end as in normal
+recovery.  A start file whose first record is already invalid cuts the whole log back
+to that file's start, and the queues with it.
+
+No commitlog files at all: both recoveries set the marks to 0 and delete every consume
+queue (RocketMQ's ``destroyLogics``).
+
+Read-only
+---------
+``MessageStore(read_only=True)`` runs the same steps with every write removed: no file
+is created, truncated, zeroed or deleted, nothing is dispatched, the checkpoint is read
+from the file instead of being mapped for writing.  What is left is positions in
+memory -- the end of the log, the end of every queue -- and the cost stays that of a
+normal recovery (three files) when the store was shut down cleanly.  After an abnormal
+stop the read-only walk starts from the checkpoint's file and reads to the end, without
+dispatching; the consume queues are reported as the files hold them (possibly behind
+the log, never past it).
+
+What recovery leaves alone
+--------------------------
+Bytes of the commitlog after the end stay on disk, as in RocketMQ: only positions move,
+and later appends overwrite them.  That keeps a damaged log salvageable by hand (the
+records after a flipped bit are still there), at a price RocketMQ pays too: should a new
+record end exactly where an old valid record begins, and the writer die right then, the
+next abnormal recovery walks on into the old records and dispatches them again.  Index
+entries past the end inside a file that also holds earlier entries stay as well, and a
+record that the index already passed (below its newest file's end offset) is not indexed
+again -- RocketMQ's rules.
+
+Where we knowingly differ from RocketMQ 4.9.8
+--------------------------------------------
+See :data:`DIFFERENCES`.  In short: a record is also invalid when its stored physical
+offset is not where it lies (our put path copies a record before it patches the offsets
+in, so a kill in between leaves a body-CRC-valid record with offset 0); a V2 record
+(RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
+are zeroed instead of left behind (RocketMQ can read them back in after a later clean
+restart); index files that start at or after the end are deleted; and segment files
+that a kill left at the wrong size *and empty* (an interrupted pre-allocation) are
+removed after an abnormal stop instead of making the store refuse to load.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import struct
+
+from .checkpoint import StoreCheckpoint, read_checkpoint
+from .crc import crc32
+from .dispatch import dispatch_request
+from .errors import CorruptRecordError
+from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION,
+                     store_timestamp_position)
+from .record import decode_record
+
+__all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
+           "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
+           "recover_topic_queue_table", "truncate_dirty_logic_files", "destroy_logics",
+           "is_mapped_file_matched_recover", "remove_interrupted_allocations"]
+
+log = logging.getLogger(__name__)
+
+#: where our recovery deliberately differs from Apache RocketMQ 4.9.8
+DIFFERENCES = {
+    "physical_offset": "A record whose stored PHYSICALOFFSET is not its position in the log is invalid "
+                       "(ends the log). RocketMQ does not look at it. Our put path copies the encoded record "
+                       "into the file and then patches queue offset, physical offset and store timestamp, so a "
+                       "kill in between leaves a record with a valid body CRC and offsets 0; RocketMQ's encoder "
+                       "patches before copying and cannot leave one.",
+    "v2_records": "A V2 record (RocketMQ 5.x magic 0xDAA320AB) is validated and kept; 4.9.8 only knows V1 "
+                  "and would end the log at it.",
+    "record_checks": "Record validation uses our decoder, which rejects a few layouts no writer produces "
+                     "(a negative body length with otherwise consistent lengths) that RocketMQ's arithmetic "
+                     "lets through. Like RocketMQ it checks the CRC of non-empty bodies only and recognises a "
+                     "blank by its magic alone, whatever size the blank declares.",
+    "cq_stale_units": "Units that a consume queue loses when it is cut at the end of the log are zeroed on "
+                      "disk. RocketMQ only moves the positions; the old units stay in the file, and a later "
+                      "clean restart reads them back in (as long as they point below the end of the log "
+                      "by then) -- units of the wrong messages.",
+    "index_after_end": "After the log is cut, index files whose first entry lies at or after the end are "
+                       "deleted (IndexService.delete_files_after). RocketMQ keeps them. Entries past the end "
+                       "inside a file that also holds earlier entries stay, as in RocketMQ.",
+    "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file or an index file "
+                              "whose size is wrong and whose bytes are all zero (a kill between creating "
+                              "and sizing it) is deleted before loading. RocketMQ refuses to load such a store.",
+}
+
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+
+
+# -- the checkpoint ----------------------------------------------------------------
+class CheckpointSnapshot:
+    """The checkpoint's values read from the file, for a store that must not write.
+
+    Same attributes and minimum-timestamp rules as :class:`StoreCheckpoint`; all zero
+    when the file does not exist (as a fresh RocketMQ checkpoint would read).
+    """
+
+    read_only = True
+
+    def __init__(self, path: str):
+        self.path = path
+        values = read_checkpoint(path)
+        self.physic_msg_timestamp = values.physic_msg_timestamp if values else 0
+        self.logics_msg_timestamp = values.logics_msg_timestamp if values else 0
+        self.index_msg_timestamp = values.index_msg_timestamp if values else 0
+
+    get_min_timestamp = StoreCheckpoint.get_min_timestamp
+    get_min_timestamp_index = StoreCheckpoint.get_min_timestamp_index
+
+    def __repr__(self) -> str:
+        return (f"CheckpointSnapshot(physic={self.physic_msg_timestamp}, logics={self.logics_msg_timestamp}, "
+                f"index={self.index_msg_timestamp})")
+
+
+def open_checkpoint(store):
+    """The store's checkpoint: mapped for writing (created if missing), or a read-only snapshot."""
+    path = os.path.join(store.root, "checkpoint")
+    return CheckpointSnapshot(path) if store.read_only else StoreCheckpoint(path)
+
+
+# -- validating records ------------------------------------------------------------
+class RecordCheck:
+    """What the walk found at a position (RocketMQ's DispatchRequest success/size pair)."""
+
+    __slots__ = ("kind", "size", "record")
+    VALID, END_OF_FILE, INVALID = "valid", "end_of_file", "invalid"
+
+    def __init__(self, kind: str, size: int = 0, record=None):
+        self.kind = kind
+        self.size = size
+        self.record = record
+
+    def __repr__(self) -> str:
+        return f"RecordCheck({self.kind}, size={self.size})"
+
+
+_INVALID = RecordCheck(RecordCheck.INVALID)
+_END_OF_FILE = RecordCheck(RecordCheck.END_OF_FILE)
+
+
+def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: int | None = None) -> RecordCheck:
+    """``checkMessageAndReturnSize`` for recovery: valid (with the record), end of file, or invalid."""
+    end = len(buf) if limit is None else limit
+    if pos + 8 > end:
+        return _INVALID
+    magic = _I32.unpack_from(buf, pos + 4)[0]
+    if magic == BLANK_MAGIC_CODE:
+        return _END_OF_FILE
+    if magic not in _MAGICS:
+        return _INVALID
+    try:
+        rec = decode_record(buf, pos, limit=end)
+    except CorruptRecordError:
+        return _INVALID
+    if check_crc and rec.body and crc32(rec.body) != rec.body_crc:
+        return _INVALID
+    if rec.physical_offset != file_from_offset + pos:
+        return _INVALID
+    return RecordCheck(RecordCheck.VALID, rec.total_size, rec)
+
+
+def _walk(store, index: int, dispatch: bool) -> int:
+    """Validate from the start of file ``index`` on; the physical offset where the log ends."""
+    files = store.commit_log.mapped_file_queue.mapped_files
+    check_crc = store.config.check_crc_on_recover
+    delay_levels = store.commit_log._delay_levels
+    mf = files[index]
+    pos = 0
+    while True:
+        found = check_record(mf.mapped, pos, mf.file_from_offset, check_crc, mf.file_size)
+        if found.kind is RecordCheck.VALID:
+            if dispatch:
+                store.do_dispatch(dispatch_request(found.record, delay_levels))
+            pos += found.size
+        elif found.kind is RecordCheck.END_OF_FILE:
+            if index + 1 >= len(files):
+                log.info("recover physics file over, last mapped file %s", mf.file_name)
+                break  # the blank itself is not part of the end
+            index += 1
+            mf = files[index]
+            pos = 0
+        else:
+            log.info("recover physics file end, %s pos=%d", mf.file_name, pos)
+            break
+    return mf.file_from_offset + pos
+
+
+# -- the commitlog ---------------------------------------------------------------------
+def recover_normally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
+    """After a clean stop: validate the last three files, cut after the last valid record."""
+    files = store.commit_log.mapped_file_queue.mapped_files
+    if not files:
+        return _no_commitlog(store)
+    end = _walk(store, max(len(files) - 3, 0), dispatch=False)
+    _cut(store, end, max_phy_offset_of_consume_queue)
+    return end
+
+
+def recover_abnormally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
+    """After a crash: re-dispatch from the checkpoint's file on, cut after the last valid record."""
+    files = store.commit_log.mapped_file_queue.mapped_files
+    if not files:
+        return _no_commitlog(store)
+    index = len(files) - 1
+    while index >= 0 and not is_mapped_file_matched_recover(store, files[index]):
+        index -= 1
+    if index < 0:
+        index = 0
+    else:
+        log.info("recover from this mapped file %s", files[index].file_name)
+    end = _walk(store, index, dispatch=not store.read_only)
+    _cut(store, end, max_phy_offset_of_consume_queue)
+    return end
+
+
+def is_mapped_file_matched_recover(store, mf) -> bool:
+    """Does the file's first record predate what the checkpoint proves flushed and dispatched?"""
+    buf = mf.mapped
+    if mf.file_size < SYSFLAG_POSITION + 4:
+        return False
+    if _I32.unpack_from(buf, 4)[0] not in _MAGICS:
+        return False
+    ts_pos = store_timestamp_position(_I32.unpack_from(buf, SYSFLAG_POSITION)[0])
+    if ts_pos + 8 > mf.file_size:
+        return False
+    store_timestamp = _I64.unpack_from(buf, ts_pos)[0]
+    if store_timestamp == 0:
+        return False
+    cfg = store.config
+    cp = store.checkpoint
+    if cfg.message_index_enable and getattr(cfg, "message_index_safe", False):
+        return store_timestamp <= cp.get_min_timestamp_index()
+    return store_timestamp <= cp.get_min_timestamp()
+
+
+def _no_commitlog(store) -> int:
+    if store.consume_queue_table:  # (a fresh store has neither)
+        log.warning("the commitlog files are deleted, and delete the consume queue files")
+    queue = store.commit_log.mapped_file_queue
+    queue.flushed_where = queue.committed_where = 0
+    destroy_logics(store)
+    return 0
+
+
+def _cut(store, end: int, max_phy_offset_of_consume_queue: int) -> None:
+    queue = store.commit_log.mapped_file_queue
+    queue.flushed_where = queue.committed_where = end
+    queue.truncate_dirty_files(end)
+    if max_phy_offset_of_consume_queue >= end:
+        # equal is the common case (the last unit ends where the log ends) and cuts nothing
+        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end else logging.INFO,
+                "maxPhyOffsetOfConsumeQueue(%d) >= processOffset(%d), truncate dirty logic files",
+                max_phy_offset_of_consume_queue, end)
+        truncate_dirty_logic_files(store, end)
+    if not store.read_only and store.config.message_index_enable:
+        store.index_service.delete_files_after(end)
+
+
+# -- the consume queues ------------------------------------------------------------------
+def recover_consume_queues(store) -> int:
+    """Recover every consume queue; the largest end of a message any of them points at (-1: none)."""
+    best = -1
+    for cq in list(store.consume_queue_table.values()):
+        cq.recover()
+        best = max(best, cq.max_physic_offset)
+    return best
+
+
+def truncate_dirty_logic_files(store, phy_offset: int) -> None:
+    """Cut every consume queue's units at or past ``phy_offset``; zero the cut units on disk."""
+    for cq in list(store.consume_queue_table.values()):
+        queue = cq.mapped_file_queue
+        old_end = queue.get_max_offset() if queue.mapped_files else 0
+        cq.truncate_dirty_logic_files(phy_offset)
+        if store.read_only or not queue.mapped_files:
+            continue
+        last = queue.mapped_files[-1]
+        stale_to = min(old_end - last.file_from_offset, last.file_size)
+        if stale_to > last.wrote_position:
+            last.mapped[last.wrote_position:stale_to] = bytes(stale_to - last.wrote_position)
+            last.mapped.flush()
+            log.info("zeroed %d bytes of cut units in %s", stale_to - last.wrote_position, last.file_name)
+
+
+def destroy_logics(store) -> None:
+    """Every consume queue is emptied: files deleted (read-only: only forgotten)."""
+    for cq in list(store.consume_queue_table.values()):
+        if store.read_only:
+            cq.mapped_file_queue.shutdown()
+            cq.mapped_file_queue.mapped_files = []
+            cq.max_physic_offset = -1
+            cq.min_logic_offset = 0
+        else:
+            cq.destroy()
+
+
+def recover_topic_queue_table(store) -> None:
+    """Next queue offset of every queue from the consume queues; queue minimums from the log's start."""
+    commit_log = store.commit_log
+    min_phy_offset = commit_log.get_min_offset()
+    table = {}
+    for key, cq in list(store.consume_queue_table.items()):
+        table[key] = cq.get_max_offset_in_queue()
+        cq.correct_min_offset(min_phy_offset)
+    with commit_log.put_message_lock:
+        commit_log.topic_queue_table.clear()
+        commit_log.topic_queue_table.update(table)
+
+
+# -- the whole of it -----------------------------------------------------------------------
+def recover(store, last_exit_ok: bool) -> int:
+    """Consume queues, then the commitlog (normal or abnormal), then the topic-queue table.
+
+    Returns where the commitlog ends.  Expects the commitlog, the consume queues, the
+    checkpoint and the index to be loaded (``MessageStore.load`` does that).
+    """
+    max_phy_offset_of_consume_queue = recover_consume_queues(store)
+    if last_exit_ok:
+        end = recover_normally(store, max_phy_offset_of_consume_queue)
+    else:
+        end = recover_abnormally(store, max_phy_offset_of_consume_queue)
+    recover_topic_queue_table(store)
+    return end
+
+
+# -- leftovers of a kill --------------------------------------------------------------------
+def _all_zero(path: str) -> bool:
+    with open(path, "rb") as f:
+        while True:
+            chunk = f.read(1 << 20)
+            if not chunk:
+                return True
+            if chunk.count(0) != len(chunk):
+                return False
+
+
+def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
+    """Files at the end of a segment directory that have the wrong size and hold only zeros."""
+    try:
+        names = sorted(n for n in os.listdir(directory) if n.isdigit())
+    except FileNotFoundError:
+        return []
+    out = []
+    for name in reversed(names):
+        path = os.path.join(directory, name)
+        if os.path.getsize(path) == size or not _all_zero(path):
+            break
+        out.append(path)
+    return out
+
+
+def remove_interrupted_allocations(store) -> list[str]:
+    """Delete empty files a kill left at the wrong size (writable stores, after an abnormal stop)."""
+    if store.read_only:
+        return []
+    cfg = store.config
+    doomed = _trailing_empty_misfits(os.path.join(store.root, "commitlog"), cfg.mapped_file_size_commit_log)
+    base = os.path.join(store.root, "consumequeue")
+    if os.path.isdir(base):
+        for topic in sorted(os.listdir(base)):
+            tdir = os.path.join(base, topic)
+            if os.path.isdir(tdir):
+                for qid in sorted(os.listdir(tdir)):
+                    doomed += _trailing_empty_misfits(os.path.join(tdir, qid), cfg.mapped_file_size_consume_queue)
+    idir = os.path.join(store.root, "index")
+    if os.path.isdir(idir):
+        from .index import index_file_size
+
+        expected = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
+        for name in sorted(os.listdir(idir)):
+            path = os.path.join(idir, name)
+            if os.path.isfile(path) and os.path.getsize(path) != expected and _all_zero(path):
+                doomed.append(path)
+    for path in doomed:
+        log.warning("deleting %s: wrong size and empty, a file whose creation a crash interrupted", path)
+        os.remove(path)
+    return doomed
