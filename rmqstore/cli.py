@@ -22,6 +22,26 @@ an ``add_arguments(parser)`` and a ``run(args, io) -> exit code`` and registerin
     too).  The store always uses ASYNC_FLUSH as an ASYNC_MASTER and is shut down cleanly,
     also after an error.  A non-empty target is refused unless ``--append``.
 
+``rmqstore inspect STORE [--json]``
+    The store at a glance (:mod:`rmqstore.inspect_store`): commitlog files with their
+    positions and how each ends, topics and queues with min/max offsets, index headers,
+    checkpoint, abort and lock files, free disk space, and a one-line health verdict.
+
+``rmqstore msg STORE MSGID`` / ``--key KEY [--topic T]`` / ``--offset N``
+    One message (or every message with that key), fields shown readably: ISO times,
+    ``ip:port`` hosts, properties one per line, body CRC ok/bad, the consume-queue unit
+    that points at it.  ``--json`` writes JSON lines.  Exit 1 when nothing is found.
+
+``rmqstore verify STORE [--json]``
+    Checks every record, unit and index entry against each other
+    (:mod:`rmqstore.verify`).  Exit 0 when no damage is found (warnings, such as an abort
+    file, allowed), 1 when damage is found, 2 for usage errors.  A store too damaged to
+    open is still examined.
+
+inspect, msg and verify open the store with ``open_store(read_only=True)`` and close it;
+they never write.  Human output uses rich tables when stdout is a terminal and plain
+aligned text otherwise.
+
 Errors print one line, ``rmqstore: error: ...``, on stderr and exit 2.  Progress bars
 (rich) appear on stderr only when it is a terminal.
 """
@@ -62,11 +82,19 @@ class Streams:
 
     @property
     def stderr_is_tty(self) -> bool:
-        isatty = getattr(self.stderr, "isatty", None)
-        try:
-            return bool(isatty and isatty())
-        except (ValueError, OSError):
-            return False
+        return _isatty(self.stderr)
+
+    @property
+    def stdout_is_tty(self) -> bool:
+        return _isatty(self.stdout)
+
+
+def _isatty(stream) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty and isatty())
+    except (ValueError, OSError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -372,11 +400,476 @@ def _load(args: argparse.Namespace, io: Streams) -> int:
     return EXIT_OK
 
 
+# -- human output: rich on a terminal, aligned plain text otherwise ----------------------------------
+
+class _Out:
+    """Key/value blocks and tables: rich when stdout is a terminal, plain aligned text when not."""
+
+    def __init__(self, io: Streams):
+        self.io = io
+        self.console = None
+        if io.stdout_is_tty:
+            try:
+                from rich.console import Console
+            except ImportError:  # pragma: no cover - rich is a dependency
+                pass
+            else:
+                self.console = Console(file=io.stdout, highlight=False, soft_wrap=False)
+        self._first = True
+
+    def _gap(self) -> None:
+        if not self._first:
+            self.io.stdout.write("\n") if self.console is None else self.console.print()
+        self._first = False
+
+    def kv(self, rows, title: str | None = None) -> None:
+        """Label/value lines; a value may span several lines."""
+        rows = [(str(k), "" if v is None else str(v)) for k, v in rows]
+        self._gap()
+        if self.console is not None:
+            from rich.table import Table
+            from rich.text import Text
+
+            t = Table.grid(padding=(0, 2))
+            t.add_column(style="bold", no_wrap=True)
+            t.add_column()
+            if title:
+                self.console.print(Text(title, style="bold underline"))
+            for k, v in rows:
+                t.add_row(Text(k), Text(v))
+            self.console.print(t)
+            return
+        out = self.io.stdout
+        if title:
+            out.write(title + "\n")
+        width = max((len(k) for k, _ in rows), default=0)
+        for k, v in rows:
+            lines = v.split("\n") or [""]
+            out.write(f"{k.ljust(width)}  {lines[0]}".rstrip() + "\n")
+            for more in lines[1:]:
+                out.write(f"{'':{width}}  {more}".rstrip() + "\n")
+
+    def table(self, headers, rows, title: str | None = None, right=(), wrap=()) -> None:
+        """A table; columns whose index is in ``right`` are right-aligned (numbers); on a terminal
+        only the columns in ``wrap`` fold long text, the others keep each value on one line."""
+        rows = [["" if c is None else str(c) for c in r] for r in rows]
+        self._gap()
+        if self.console is not None:
+            from rich.table import Table
+            from rich.text import Text
+
+            t = Table(title=title, title_justify="left", title_style="bold underline", header_style="bold")
+            for i, h in enumerate(headers):
+                widest = max([len(h)] + [len(r[i]) for r in rows])
+                t.add_column(h, justify="right" if i in right else "left", no_wrap=i not in wrap,
+                             overflow="fold" if i in wrap else "ellipsis", ratio=1 if i in wrap else None,
+                             min_width=None if i in wrap else min(widest, 40))
+            for r in rows:
+                t.add_row(*[Text(c) for c in r])
+            self.console.print(t)
+            return
+        out = self.io.stdout
+        if title:
+            out.write(title + "\n")
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+        def fmt(cells):
+            parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)]
+            return "  ".join(parts).rstrip() + "\n"
+
+        out.write(fmt(headers))
+        for r in rows:
+            out.write(fmt(r))
+
+    def line(self, text: str, style: str | None = None) -> None:
+        if self.console is not None:
+            from rich.text import Text
+
+            self.console.print(Text(text, style=style or ""))
+        else:
+            self.io.stdout.write(text + "\n")
+
+
+def _json_out(io: Streams, obj, indent: int | None = 2) -> None:
+    io.stdout.write(json.dumps(obj, indent=indent, ensure_ascii=True) + "\n")
+    io.stdout.flush()
+
+
+def _num(n) -> str:
+    return f"{n:,}" if isinstance(n, int) else ("-" if n is None else str(n))
+
+
+def _elide(text: str, width: int = 48) -> str:
+    """A long name shortened in the middle for a table (JSON output keeps it whole)."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return f"{text[:keep - keep // 3]}\u2026{text[-(keep // 3):]}"
+
+
+def _open_read_only(path: str):
+    """open_store(read_only=True) with the CLI's error wording."""
+    from .store import open_store
+    from .verify import resolve_store_root
+
+    try:
+        root = resolve_store_root(path)
+    except RmqStoreError as exc:
+        raise CliError(str(exc)) from None
+    if not os.path.isdir(os.path.join(root, "commitlog")):
+        raise CliError(f"{root}: not a store (no commitlog/ directory)")
+    try:
+        return open_store(root, read_only=True)
+    except RmqStoreError as exc:
+        raise CliError(f"cannot open {root} read-only: {exc} (rmqstore verify {path} examines a damaged store)") \
+            from None
+
+
+# -- inspect -----------------------------------------------------------------------------------------
+
+def _inspect_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", metavar="STORE", help="store root (or a fixture folder holding store/)")
+    p.add_argument("--json", action="store_true", help="one JSON object (machine output)")
+
+
+def _inspect(args: argparse.Namespace, io: Streams) -> int:
+    from .inspect_store import inspect
+
+    store = _open_read_only(args.store)
+    try:
+        with _Progress(io, "inspect") as progress:
+            info = inspect(store, progress=progress.update)
+    finally:
+        store.close()
+    if args.json:
+        _json_out(io, info)
+        return EXIT_OK
+    _print_inspect(_Out(io), info)
+    return EXIT_OK
+
+
+def _time_format(times):
+    """``(day, fmt)``: when every ISO time is on one day, the tables show only the time of day."""
+    days = {t[:10] for t in times if t}
+    if len(days) == 1:
+        day = days.pop()
+        return f"UTC, {day}", lambda t: t[11:-1]
+    return "UTC", lambda t: t.replace("T", " ").rstrip("Z")
+
+
+def _segment_end(seg: dict) -> str:
+    end = seg.get("end") or "?"
+    blank = seg.get("blank")
+    if blank is not None:
+        text = f"blank@{blank['pos']} ({blank['declaredSize']} B"
+        if blank["tailNonZeroBytes"]:
+            text += f", {blank['tailNonZeroBytes']} stale bytes"
+        if not blank["reachesFileEnd"]:
+            text += ", short"
+        return text + ")"
+    if end == "unwritten":
+        text = f"unwritten@{seg['dataEnd']}"
+        if seg.get("nonZeroAfterEnd"):
+            text += f" (+{seg['nonZeroAfterEnd']} non-zero)"
+        return text if seg["inStore"] or seg["records"] else "empty (pre-allocated)"
+    return end
+
+
+def _print_inspect(out: _Out, info: dict) -> None:
+    cl = info["commitlog"]
+    cfg = info["config"]
+    cq = info["consumeQueues"]
+    cp = info["checkpoint"]
+    lock = info["lock"]
+    disk = info["disk"]
+    if cp.get("exists") and not cp.get("error"):
+        cp_text = (f"commitlog {cp['physicMsgTime'] or cp['physicMsgTimestamp']}\n"
+                   f"queues    {cp['logicsMsgTime'] or cp['logicsMsgTimestamp']}\n"
+                   f"index     {cp['indexMsgTime'] or cp['indexMsgTimestamp']}")
+    else:
+        cp_text = cp.get("error") or "none"
+    if lock.get("exists"):
+        lock_text = f"present ({lock.get('size', '?')} bytes{', ' + repr(lock['content']) if 'content' in lock else ''})"
+        lock_text += f", held by pid {lock['heldByPid']}" if lock.get("heldByPid") else ", not held"
+    else:
+        lock_text = "absent"
+    if "total" in disk:
+        disk_text = (f"{disk['available'] / 2**30:,.1f} GiB free of {disk['total'] / 2**30:,.1f} GiB "
+                     f"({disk['usedRatio']:.0%} used)")
+    else:
+        disk_text = disk.get("error", "?")
+    out.kv([
+        ("store", info["root"]),
+        ("health", info["health"]),
+        ("commitlog", f"offsets {_num(cl['minOffset'])} .. {_num(cl['maxOffset'])} in {cl['files']} file(s) of "
+                      f"{_num(cfg['commitLogFileSize'])} bytes"),
+        ("messages", f"{_num(cq['messages'])} in {cq['queues']} queue(s) of {len(info['topics'])} topic(s)"),
+        ("dispatched", "-" if cq["dispatchedUpTo"] is None else f"up to offset {_num(cq['dispatchedUpTo'])}"),
+        ("index", f"{len(info['index'])} file(s), {_num(sum(i['entries'] for i in info['index']))} entries "
+                  f"({_num(cfg['indexHashSlots'])} slots, {_num(cfg['indexEntries'])} entries per file)"),
+        ("checkpoint", cp_text),
+        ("abort", "present: the last run did not shut down cleanly" if info["abort"] else "absent (clean shutdown)"),
+        ("lock", lock_text),
+        ("disk", disk_text),
+    ])
+    day, when = _time_format([t for seg in cl["segments"] for t in (seg["firstStoreTime"], seg["lastStoreTime"])]
+                             + [t for i in info["index"] for t in (i["beginTime"], i["endTime"])])
+    rows = []
+    for seg in cl["segments"]:
+        pos = "-"
+        if "wrotePosition" in seg:
+            w, c, f = seg["wrotePosition"], seg["committedPosition"], seg["flushedPosition"]
+            pos = str(w) if w == c == f else f"{w}/{c}/{f}"
+        stored = "-" if not seg["firstStoreTime"] else f"{when(seg['firstStoreTime'])} .. {when(seg['lastStoreTime'])}"
+        rows.append([seg["file"], _num(seg["size"]), _num(seg["records"]), pos, _segment_end(seg), stored])
+    out.table(["file", "size", "records", "position", "ends with", "stored" + (f" ({day})" if day else "")],
+              rows, title="commitlog files", right=(1, 2, 3), wrap=(4, 5))
+    rows = []
+    for t in info["topics"]:
+        for q in t["queues"]:
+            rows.append([_elide(t["topic"]), q["queueId"], _num(q["minOffset"]), _num(q["maxOffset"]), _num(q["messages"]),
+                         q["files"], _num(q["lastPhyOffset"])])
+    if rows:
+        out.table(["topic", "queue", "min", "max", "messages", "files", "last offset"], rows,
+                  title="topics and queues", right=(1, 2, 3, 4, 5, 6), wrap=(0,))
+    rows = [[i["file"], f"{_num(i['entries'])}/{_num(i['capacity'])}", _num(i["hashSlotCount"]),
+             f"{_num(i['beginPhyOffset'])} .. {_num(i['endPhyOffset'])}",
+             f"{when(i['beginTime']) if i['beginTime'] else '-'} .. {when(i['endTime']) if i['endTime'] else '-'}"]
+            for i in info["index"]]
+    if rows:
+        out.table(["file", "entries", "slots used", "offsets", "stored" + (f" ({day})" if day else "")], rows,
+                  title="index files", right=(1, 2), wrap=(3, 4))
+    if info["issues"]:
+        out.kv([(f"{i}.", issue) for i, issue in enumerate(info["issues"], 1)], title="what looks wrong")
+
+
+# -- msg -------------------------------------------------------------------------------------------
+
+def _msg_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", metavar="STORE", help="store root (or a fixture folder holding store/)")
+    p.add_argument("msg_id", metavar="MSGID", nargs="?",
+                   help="offset msgId (store host + commitlog offset, 32 or 56 hex digits); a client UNIQ_KEY "
+                        "is looked up in the index when no record has that msgId")
+    p.add_argument("--key", help="find messages by key (a KEYS token or the UNIQ_KEY), through the index")
+    p.add_argument("--topic", help="with --key: only this topic (default: every topic with a consume queue)")
+    p.add_argument("--offset", help="the commitlog (physical) offset of the record")
+    p.add_argument("--max", type=_max_results, default=64, metavar="N",
+                   help="with --key: at most N messages per topic (default 64)")
+    p.add_argument("--json", action="store_true", help="JSON lines, one object per message (machine output)")
+    p.add_argument("--no-body", action="store_true", help="leave the body out")
+
+
+def _max_results(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _msg(args: argparse.Namespace, io: Streams) -> int:
+    from .errors import LayoutError
+    from .inspect_store import (MessageNotFoundError, find_by_key, find_by_msg_id, message_info, parse_offset,
+                                read_message_at)
+
+    given = [x for x in (args.msg_id is not None, args.key is not None, args.offset is not None) if x]
+    if len(given) != 1:
+        raise CliError("give exactly one of MSGID, --key KEY or --offset N")
+    if args.topic is not None and args.key is None:
+        raise CliError("--topic goes with --key")
+    offset = None
+    if args.offset is not None:
+        try:
+            offset = parse_offset(args.offset)
+        except LayoutError as exc:
+            raise CliError(f"--offset: {exc}") from None
+    if args.msg_id is not None:
+        from .record import decode_message_id
+
+        try:
+            decode_message_id(args.msg_id.strip().upper())
+        except LayoutError as exc:
+            raise CliError(f"{exc} (use --key for a message key)") from None
+    store = _open_read_only(args.store)
+    try:
+        found: list = []
+        why = ""
+        how = ""
+        try:
+            if offset is not None:
+                found = [(offset, read_message_at(store, offset))]
+                how = f"offset {offset}"
+            elif args.key is not None:
+                found = find_by_key(store, args.key, args.topic, args.max)
+                how = f"key {args.key!r}" + (f" in topic {args.topic!r}" if args.topic is not None else "")
+                if not found:
+                    why = f"no message has key {args.key!r}" + (
+                        f" in topic {args.topic!r}" if args.topic is not None else " in any topic")
+            else:
+                msg_id = args.msg_id.strip().upper()
+                try:
+                    found = [find_by_msg_id(store, msg_id)]
+                    how = f"msgId {msg_id}"
+                except MessageNotFoundError as exc:
+                    by_uniq = [(o, r) for o, r in find_by_key(store, msg_id, None, args.max)
+                               if r.properties and f"UNIQ_KEY\x01{msg_id}" in r.properties]
+                    if not by_uniq:
+                        raise MessageNotFoundError(f"msgId {msg_id}: {exc}; no message has it as UNIQ_KEY "
+                                                   "either") from None
+                    found = by_uniq
+                    how = f"UNIQ_KEY {msg_id}"
+        except MessageNotFoundError as exc:
+            why = str(exc)
+        infos = [message_info(store, o, r, include_body=not args.no_body) for o, r in found]
+    finally:
+        store.close()
+    if not infos:
+        io.stderr.write(f"{PROG}: not found: {why}\n")
+        return EXIT_INCOMPLETE
+    if args.json:
+        for info in infos:
+            _json_out(io, info, indent=None)
+        return EXIT_OK
+    out = _Out(io)
+    if len(infos) > 1:
+        out.line(f"{len(infos)} messages found by {how}")
+    for info in infos:
+        _print_message(out, info, show_body=not args.no_body)
+    return EXIT_OK
+
+
+def _body_preview(info: dict, limit: int = 160) -> str:
+    body = bytes.fromhex(info["body"]) if "body" in info else None
+    n = info.get("body_length", len(body) if body is not None else 0)
+    if body is None:
+        return f"{n} bytes (not shown)"
+    if not body:
+        return "0 bytes"
+    head = f"{len(body)} bytes"
+    if info["sys_flag"] & 0x1:  # COMPRESSED_FLAG: show what the consumer gets
+        import zlib
+
+        try:
+            plain = zlib.decompress(body)
+        except zlib.error:
+            head += ", compressed (does not inflate)"
+        else:
+            head += f", zlib-compressed from {len(plain)} bytes"
+            body = plain
+    try:
+        text = body.decode("utf-8")
+        printable = all(c.isprintable() or c in "\n\t" for c in text)
+    except UnicodeDecodeError:
+        printable = False
+    if printable:
+        shown = text[:limit].replace("\n", "\\n").replace("\t", "\\t")
+        return f"{head}: {shown!r}" + (" ..." if len(text) > limit else "")
+    shown = body[:limit // 2].hex(" ")
+    return f"{head}, hex: {shown}" + (" ..." if len(body) > limit // 2 else "")
+
+
+def _print_message(out: _Out, info: dict, show_body: bool = True) -> None:
+    names = ", ".join(info["sys_flag_names"]) or "-"
+    crc = (f"{info['body_crc']} ok" if info["crc_ok"]
+           else f"BAD: stored {info['body_crc']}, body gives {info['body_crc_computed']}")
+    props = info["properties_map"]
+    prop_text = "\n".join(f"{k} = {v}" for k, v in props.items()) if props else "-"
+    cq = info["consume_queue"]
+    if cq.get("note"):
+        cq_text = cq["note"]
+    elif cq["unit"] is None:
+        cq_text = f"no unit at queue offset {cq['queueOffset']}"
+    elif cq["pointsHere"]:
+        cq_text = f"unit {cq['queueOffset']} points here (size {cq['unit'][1]}, tags code {cq['unit'][2]})"
+    else:
+        cq_text = f"unit {cq['queueOffset']} points at offset {cq['unit'][0]}, not here"
+    rows = [
+        ("msgId", info["msg_id"]),
+        ("where", f"{info['file']} position {info['position']} (commitlog offset {info['offset']}), "
+                  f"{info['total_size']} bytes"),
+        ("topic", info["topic"]),
+        ("queue", f"{info['queue_id']}, queue offset {info['queue_offset']}"),
+        ("keys", ", ".join(info["keys"]) or "-"),
+        ("tags", props.get("TAGS", "-")),
+        ("born", f"{info['born_time'] or info['born_timestamp']} from {info['born_host']}"),
+        ("stored", f"{info['store_time'] or info['store_timestamp']} on {info['store_host']}"),
+        ("flag", info["flag"]),
+        ("sysFlag", f"{info['sys_flag']:#x} ({names})"),
+        ("reconsume", info["reconsume_times"]),
+        ("prepared txn", info["prepared_transaction_offset"]),
+        ("body CRC", crc),
+    ]
+    if show_body:
+        rows.append(("body", _body_preview(info)))
+    rows += [("properties", prop_text), ("consume queue", cq_text)]
+    if info.get("version", 1) != 1:
+        rows.insert(2, ("record", f"version {info['version']} (RocketMQ 5.x)"))
+    out.kv(rows, title=f"message at offset {info['offset']}")
+
+
+# -- verify ------------------------------------------------------------------------------------------
+
+def _verify_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("store", metavar="STORE", help="store root (or a fixture folder holding store/)")
+    p.add_argument("--json", action="store_true", help="one JSON object (machine output)")
+
+
+def _verify(args: argparse.Namespace, io: Streams) -> int:
+    from .store import open_store
+    from .verify import resolve_store_root, verify
+
+    try:
+        root = resolve_store_root(args.store)
+    except RmqStoreError as exc:
+        raise CliError(str(exc)) from None
+    if not os.path.isdir(os.path.join(root, "commitlog")):
+        raise CliError(f"{root}: not a store (no commitlog/ directory)")
+    try:
+        store = open_store(root, read_only=True)
+    except RmqStoreError:
+        store = None  # too damaged to open: verify examines the files and says why
+    try:
+        with _Progress(io, "verify", 1) as progress:
+            report = verify(store if store is not None else root, progress=progress.update)
+    finally:
+        if store is not None:
+            store.close()
+    if args.json:
+        _json_out(io, report.to_dict())
+    else:
+        _print_verify(_Out(io), report)
+    return EXIT_OK if report.ok else EXIT_INCOMPLETE
+
+
+def _print_verify(out: _Out, report) -> None:
+    r = report
+    out.kv([
+        ("store", os.path.abspath(r.root)),
+        ("commitlog", f"{r.segments} file(s), {_num(r.commitlog_bytes)} bytes: {_num(r.records)} messages, "
+                      f"{_num(r.blanks)} blanks (data {_num(r.log_start)} .. {_num(r.log_end)})"),
+        ("consume queues", f"{r.queues} queue(s), {_num(r.units)} units"),
+        ("index", f"{r.index_files} file(s), {_num(r.entries)} entries"),
+        ("result", r.summary()),
+    ])
+    if r.problems:
+        rows = [[p.severity.upper(), p.where, p.message, p.kind] for p in r.problems]
+        out.table(["", "where", "what", "kind"], rows, title="problems", wrap=(2,))
+    if r.suppressed:
+        out.line("not listed: " + ", ".join(f"{n} more {k}" for k, n in sorted(r.suppressed.items())))
+
+
 # -- the command table -----------------------------------------------------------------------
 
 COMMANDS: dict[str, Command] = {
     "dump": Command("write every commitlog record as JSON lines (read-only)", _dump_arguments, _dump),
     "load": Command("write JSON-lines records from stdin into a store, byte for byte", _load_arguments, _load),
+    "inspect": Command("show a store at a glance: files, positions, queues, index, checkpoint, health (read-only)",
+                       _inspect_arguments, _inspect),
+    "msg": Command("show one message by msgId, key or commitlog offset (read-only)", _msg_arguments, _msg),
+    "verify": Command("check every commitlog record, consume-queue unit and index entry (read-only); "
+                      "exit 1 when damage is found", _verify_arguments, _verify),
 }
 
 

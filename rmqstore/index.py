@@ -138,8 +138,8 @@ class IndexFile:
         key_hash = index_key_hash(key)
         slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
-        if slot_value <= 0 or slot_value > self.index_count or self.index_count <= 1:
-            return
+        if slot_value <= 0 or slot_value > self.index_count or slot_value >= self.index_num or self.index_count <= 1:
+            return  # (entry numbers past index_num lie outside the file: a damaged header or slot)
         entries = _HEADER.size + self.hash_slot_num * 4
         nxt = slot_value
         while len(out) < max_num:
@@ -149,14 +149,15 @@ class IndexFile:
             time_read = self.begin_timestamp + time_diff * 1000
             if h == key_hash and begin <= time_read <= end:
                 out.append(phy)
-            if prev <= 0 or prev > self.index_count or prev == nxt or time_read < begin:
+            # a chain runs from newer to older entries; a link forward (damage) would loop for ever
+            if prev <= 0 or prev > self.index_count or prev >= self.index_num or prev >= nxt or time_read < begin:
                 break
             nxt = prev
 
     def entries(self):
         """Every used entry ``(number, key_hash, phy_offset, time_diff, prev_index)``."""
         base = _HEADER.size + self.hash_slot_num * 4
-        for n in range(1, self.index_count):
+        for n in range(1, min(self.index_count, self.index_num)):  # a damaged count cannot reach past the file
             yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
 
     def flush(self) -> None:

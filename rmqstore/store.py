@@ -501,7 +501,8 @@ class MessageStore:
             if not os.path.isdir(tdir):
                 continue
             for qid in sorted(os.listdir(tdir)):
-                if not qid.lstrip("-").isdigit() or (topic, int(qid)) in self.consume_queue_table:
+                if not (qid.isascii() and (qid.isdigit() or (qid[:1] == "-" and qid[1:].isdigit()))) \
+                        or (topic, int(qid)) in self.consume_queue_table:
                     continue
                 self.find_consume_queue(topic, int(qid)).load()
 

@@ -25,7 +25,7 @@ __all__ = ["infer_config", "commitlog_segment_size", "consume_queue_file_size", 
 def _digit_files(path: str) -> list[str]:
     try:
         return sorted(n for n in os.listdir(path) if n.isdigit() and os.path.isfile(os.path.join(path, n)))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
 
 
@@ -37,7 +37,10 @@ def commitlog_segment_size(root: str) -> int | None:
         return None
     if len(sizes) > 1:
         raise StoreError(f"{d}: commitlog files have different sizes {sorted(sizes)}")
-    return sizes.pop()
+    size = sizes.pop()
+    if size <= 8:
+        raise StoreError(f"{d}: commitlog files of {size} bytes cannot hold a record")
+    return size
 
 
 def consume_queue_file_size(root: str) -> int | None:
@@ -52,7 +55,11 @@ def consume_queue_file_size(root: str) -> int | None:
         for qid in sorted(os.listdir(tdir)):
             files = _digit_files(os.path.join(tdir, qid))
             if files:
-                return os.path.getsize(os.path.join(tdir, qid, files[0]))
+                size = os.path.getsize(os.path.join(tdir, qid, files[0]))
+                if size < 20:
+                    raise StoreError(f"{os.path.join(tdir, qid, files[0])}: a consume-queue file of {size} bytes "
+                                     "holds no 20-byte unit")
+                return size
     return None
 
 
@@ -73,6 +80,8 @@ def index_dimensions(root: str) -> tuple[int, int] | None:
         raise StoreError(f"{d}: index files of {size} bytes do not fit 40 + 4*slots + 20*(4*slots); "
                          "give the store's max_hash_slot_num and max_index_num explicitly")
     slots = (size - 40) // 84
+    if slots < 1:
+        raise StoreError(f"{d}: index files of {size} bytes hold no hash slot")
     return slots, 4 * slots
 
 

@@ -340,3 +340,203 @@ def test_to_html_of_an_hbox_includes_its_children():
     assert state[box.model_id]["model_name"] == "HBoxModel"
     for p in box.players:
         assert p.model_id in state and f"IPY_MODEL_{p.model_id}" in state[box.model_id]["state"]["children"]
+
+
+# -- StoreInspector ------------------------------------------------------------------------------
+
+def _scan(path):
+    return [(off, rec) for off, rec in CommitLogScan(path)]
+
+
+@pytest.mark.parametrize("name", ["sample", "basic", "flush_tsp", "boundary", "txn_delay", "crash"])
+def test_inspector_pages_through_a_full_scan_in_order(name):
+    path = SAMPLE if name == "sample" else FIXTURES / name
+    scan = _scan(path if name == "sample" else path / "store")
+    insp = W.StoreInspector.from_path(path, page_size=37, embed_pages=1)
+    try:
+        assert insp.browser.end == max(off + r.total_size for off, r in scan if r.magic_code != BLANK_MAGIC_CODE) \
+            or insp.browser.end == scan[-1][0] + scan[-1][1].total_size
+        rows, start, pages = [], None, 0
+        while True:
+            before = insp.browser.records_read
+            page = insp.records(start)
+            assert insp.browser.records_read - before <= 37, "a page decodes only its own records"
+            rows += page["rows"]
+            pages += 1
+            if page["next"] is None:
+                break
+            start = int(page["next"])
+        assert [int(r["offset"]) for r in rows] == [off for off, _ in scan]
+        assert [r["kind"] for r in rows] == ["blank" if rec.magic_code == BLANK_MAGIC_CODE else "message"
+                                            for _, rec in scan]
+        for r, (off, rec) in zip(rows, scan):
+            assert r["size"] == rec.total_size
+            if isinstance(rec, MessageRecord):
+                assert (r["topic"], r["queue_id"], r["queue_offset"]) == (rec.topic, rec.queue_id, str(rec.queue_offset))
+                assert r["msg_id"] == create_message_id(rec.store_host, off)
+        # backwards: the page before the end is the scan's tail, the page before that precedes it
+        last = insp.records_before(None)
+        assert [int(r["offset"]) for r in last["rows"]] == [off for off, _ in scan[-37:]]
+        prev = insp.records_before(int(last["start"]))
+        assert [int(r["offset"]) for r in prev["rows"]] == [off for off, _ in scan[-74:-37]]
+        # any byte of a record leads to that record
+        for off, rec in scan[:: max(1, len(scan) // 25)]:
+            assert insp.browser.record_containing(off + rec.total_size // 2) == off
+    finally:
+        insp.close()
+
+
+def test_inspector_opens_a_big_store_without_reading_it(tmp_path):
+    cfg = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 4096,
+                      pre_fault_mapped_file=False, message_index_enable=False)
+    with MessageStore(tmp_path / "big", cfg) as store:
+        for b in range(400):
+            items = [BatchItem(b"m%05d" % (b * 50 + k), "") for k in range(50)]
+            assert store.put_messages(MessageBatch(f"T{b % 4}", items, queue_id=b % 3)).ok
+        store.wait_dispatched()
+    t0 = time.perf_counter()
+    insp = W.StoreInspector.from_path(tmp_path / "big", page_size=50, embed_pages=2)
+    opened = time.perf_counter() - t0
+    try:
+        total = 20_000
+        assert insp.summary["messages_in_queues"] == str(total)
+        assert insp.summary["segments"] > 20
+        assert insp.open_info["source"] == "consume_queue" and insp.open_info["walked_records"] <= 2
+        assert insp.browser.records_read <= 2 * 50 + 10, insp.browser.records_read
+        assert opened < 5.0
+        # the last page and a lookup by offset stay local too
+        n = insp.browser.records_read
+        last = insp.records_before(None)
+        assert last["next"] is None and len(last["rows"]) == 50
+        mid = insp.lookup(str(insp.browser.end // 2))
+        assert len(mid["rows"]) == 1
+        assert insp.browser.records_read - n < 2_000, "paging backwards hops a few records, not the log"
+        assert int(last["rows"][-1]["offset"]) + last["rows"][-1]["size"] == insp.browser.end
+    finally:
+        insp.close()
+
+
+def test_inspector_lookups_by_msg_id_offset_and_key():
+    insp = W.StoreInspector.from_path(FIXTURES / "basic")
+    try:
+        scan = [(o, r) for o, r in _scan(FIXTURES / "basic" / "store") if isinstance(r, MessageRecord)]
+        off, rec = scan[123]
+        res = insp.lookup(create_message_id(rec.store_host, off))
+        assert res["how"] == "msgId" and [int(r["offset"]) for r in res["rows"]] == [off]
+        res = insp.lookup(f"{off + 7:,}")
+        assert res["how"] == "offset" and [int(r["offset"]) for r in res["rows"]] == [off]
+        assert insp.lookup(str(10**12))["rows"] == []
+        from rmqstore.properties import string_to_properties
+
+        key = next(k for k in (string_to_properties(rec.properties).get("KEYS") or "").split(" ") if k)
+        expected = sorted(o for o, r in scan
+                          if key in (string_to_properties(r.properties).get("KEYS") or "").split(" ")
+                          and r.topic == rec.topic)
+        res = insp.lookup(f"{rec.topic}#{key}")
+        assert res["how"] == "key"
+        assert [int(r["offset"]) for r in res["rows"]] == expected[:32]
+        assert {int(r["offset"]) for r in insp.lookup(key)["rows"]} >= set(expected[:32])
+    finally:
+        insp.close()
+
+
+def test_inspector_answers_custom_messages_and_embeds_first_pages(monkeypatch):
+    insp = W.StoreInspector.from_path(SAMPLE, page_size=20, embed_pages=2)
+    sent = []
+    monkeypatch.setattr(insp, "send", lambda content, buffers=None: sent.append((content, buffers)))
+    try:
+        first = insp.page
+        assert insp.embedded_pages[0]["rows"] == first["rows"] and len(insp.embedded_pages) == 2
+        # embedded record bytes: every embedded row's record, sliced from one buffer
+        blob = insp.embedded_bytes
+        with open(SAMPLE / "commitlog" / "00000000000000000000", "rb") as f:
+            seg0 = f.read()
+        for d in insp.embedded_details:
+            a, b = d["data_range"]
+            off = int(d["offset"])
+            assert blob[a:b] == seg0[off:off + d["size"]]
+        insp._on_msg(insp, {"kind": "page", "start": first["next"], "count": 20, "id": "a"}, [])
+        reply, buffers = sent[-1]
+        assert reply["id"] == "a" and reply["page"]["rows"] == insp.embedded_pages[1]["rows"]
+        insp._on_msg(insp, {"kind": "record", "offset": first["rows"][3]["offset"], "id": "b"}, [])
+        reply, buffers = sent[-1]
+        off = int(first["rows"][3]["offset"])
+        assert reply["record"]["offset"] == str(off) and bytes(buffers[0]) == seg0[off:off + reply["record"]["size"]]
+        insp._on_msg(insp, {"kind": "page_before", "end": first["next"], "count": 20, "id": "c"}, [])
+        assert sent[-1][0]["page"]["rows"] == first["rows"]
+        insp._on_msg(insp, {"kind": "lookup", "query": first["rows"][5]["msg_id"], "id": "d"}, [])
+        assert sent[-1][0]["lookup"]["rows"][0]["offset"] == first["rows"][5]["offset"]
+        insp._on_msg(insp, {"kind": "record", "offset": "999999999999", "id": "e"}, [])
+        assert "error" in sent[-1][0] and sent[-1][0]["id"] == "e"
+    finally:
+        insp.close()
+
+
+def test_inspector_of_a_running_store(small_store):
+    _put_some(small_store, 30)
+    small_store.wait_dispatched()
+    insp = W.StoreInspector.from_store(small_store, page_size=10)
+    rows = insp.records()["rows"]
+    assert [int(r["offset"]) for r in rows] == [off for off, _ in _scan(small_store.root)][:10]
+    assert {q["topic"] for q in insp.queues} == {"TopicW"}
+    qp = insp.browser.queue_page("TopicW", 1, 0, 5)
+    assert [r["queue_offset"] for r in qp["rows"]] == ["0", "1", "2", "3", "4"]
+    insp.close()
+    assert not small_store.shutdown_flag  # not ours to close
+
+
+def test_fast_open_finds_the_same_end_as_open_store():
+    from rmqstore.widgets._fast_open import open_fast
+
+    for path in [SAMPLE] + [FIXTURES / n for n in ("basic", "boundary", "txn_delay", "flush_async", "flush_sync",
+                                                   "flush_tsp", "crash")]:
+        fast, info = open_fast(path)
+        full = open_store(path)
+        try:
+            assert info["end"] == full.get_max_phy_offset(), path
+            assert [_positions_core(p) for p in fast.positions()] == [_positions_core(p) for p in full.positions()]
+            assert {k: (q.get_min_offset_in_queue(), q.get_max_offset_in_queue(), q.max_physic_offset)
+                    for k, q in fast.consume_queue_table.items()} == \
+                   {k: (q.get_min_offset_in_queue(), q.get_max_offset_in_queue(), q.max_physic_offset)
+                    for k, q in full.consume_queue_table.items()}
+        finally:
+            fast.close()
+            full.close()
+
+
+# -- notebooks to offline HTML -------------------------------------------------------------------
+
+def test_export_notebook_html_renders_widgets_from_saved_state(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    pytest.importorskip("nbclient")
+    pytest.importorskip("nbconvert")
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_markdown_cell("# Widgets offline\nSome $x^2$ math that stays text."),
+        nbformat.v4.new_code_cell(f"import rmqstore.widgets as W\nfrom rmqstore import open_store\n"
+                                  f"store = open_store({str(SAMPLE)!r})"),
+        nbformat.v4.new_code_cell("W.SegmentView.from_store(store)"),
+        nbformat.v4.new_code_cell("W.RecordView.from_store(store, 0)"),
+        nbformat.v4.new_code_cell("W.PutPathPlayer.compare(messages=3, modes=('SYNC_FLUSH', 'ASYNC_FLUSH'))"),
+        nbformat.v4.new_code_cell("print('done')"),
+    ]
+    src = tmp_path / "small.ipynb"
+    nbformat.write(nb, src)
+    out = tmp_path / "small.html"
+    page = W.export_notebook_html(src, out, timeout=120)
+    assert out.read_text(encoding="utf-8") == page
+    views = re.findall(r'data-rmq-model-id="([0-9a-f]+)"', page)
+    assert len(views) == 3, views
+    state = _embedded_state(page)["state"]
+    kinds = {state[v]["model_name"] for v in views}
+    assert kinds == {"AnyModel", "HBoxModel"}
+    anys = [m for m in state.values() if m["model_module"] == "anywidget"]
+    assert len(anys) == 4  # segment view, record view, two players
+    assert all("export default" in m["state"]["_esm"] and m["state"]["_css"] for m in anys)
+    box = next(state[v] for v in views if state[v]["model_name"] == "HBoxModel")
+    assert all(ref[len("IPY_MODEL_"):] in state for ref in box["state"]["children"])
+    # the shim renders them; nothing remote is referenced (no require.js, html-manager, MathJax, CDN)
+    assert "rmq_static" in page and "done" in page
+    assert not re.search(r"""<script[^>]+src\s*=\s*["'](https?:)?//""", page)
+    assert "html-manager" not in page and "require.min.js" not in page and "mathjax@" not in page.lower()
+    assert "application/vnd.jupyter.widget-view+json" not in page

@@ -18,6 +18,9 @@ Views
 :class:`StoreInspector`
     one view over a store directory: segments, topics/queues, a paged record browser that
     never reads the whole store, lookup by msgId, key or offset.
+    ``StoreInspector.from_path(path)`` opens the store read-only without a full scan (the
+    end of the log comes from the consume queues); ``StoreInspector.from_store(store)``
+    inspects an open (even running) store.
 :func:`to_html`, :func:`export_notebook_html`
     standalone HTML with no kernel and no CDN: the views' own ESM and CSS inline, their
     state embedded, rendered by a small shim of anywidget's model API.
@@ -73,5 +76,6 @@ from .put_path_player import PutPathPlayer
 from .record_view import RecordView
 from .segment_view import SegmentView
 from .static_html import export_notebook_html, to_html
+from .store_inspector import StoreInspector
 
-__all__ = ["PutPathPlayer", "RecordView", "SegmentView", "to_html", "export_notebook_html"]
+__all__ = ["PutPathPlayer", "RecordView", "SegmentView", "StoreInspector", "to_html", "export_notebook_html"]

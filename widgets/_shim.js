@@ -1,9 +1,9 @@
 // rmqstore offline widget renderer: the views' real ESM code on a static page, no kernel, no CDN.
 //
-// Reads the Jupyter widget state (<script type="application/vnd.jupyter.widget-state+json">,
+// Reads the Jupyter widget state (script elements of type application/vnd.jupyter.widget-state+json:
 // the format nbclient saves in notebook metadata and ipywidgets.embed writes), rebuilds each
 // model with a tiny shim of anywidget's model API -- get, set, on, off, save_changes, send --
-// and renders every <div data-rmq-model-id="..."> with its model:
+// and renders every element with a data-rmq-model-id attribute with its model:
 //   * anywidget models: the model's own `_esm` (imported from a Blob URL) and `_css`;
 //   * HBox/VBox/Box/GridBox: their children in a flex box;
 //   * HTML/Label/HTMLMath: their value; anything else: a note that it needs a kernel.

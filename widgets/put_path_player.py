@@ -84,7 +84,6 @@ DEMO_CONFIG = {
     "flush_commit_log_least_pages": 0,
     "commit_interval_commit_log": 50,
     "commit_commit_log_least_pages": 0,
-    "transient_store_pool_size": 3,
     "message_index_enable": False,
 }
 

@@ -23,9 +23,11 @@ State (all synced, so the view also renders in a static page):
 Binary columns keep 2,000 segments at ~72 KB of state; the front end draws only the rows
 scrolled into view (all of them up to :data:`VIRTUALISE_ABOVE`) plus a canvas overview.
 
-The blank tail of a full segment is found with the lean walk (:func:`rmqstore.fastscan.walk_segment`)
-once per file and cached; ``blanks="auto"`` walks at most :data:`BLANK_WALK_BUDGET` bytes
-per snapshot (a store of 1 GiB segments shows "?" instead of reading gigabytes).
+The blank tail of a full segment is found once per file and cached: from the last record the
+consume queues point at in that file, a few size hops reach the blank; without consume
+queues the lean walk (:func:`rmqstore.fastscan.walk_segment`) reads the file, at most
+:data:`BLANK_WALK_BUDGET` bytes per snapshot with ``blanks="auto"`` (a store of 1 GiB
+segments and no consume queues shows "?" instead of reading gigabytes).
 """
 
 from __future__ import annotations
@@ -61,8 +63,33 @@ _blank_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _blank_lock = threading.Lock()
 
 
-def _blank_at(mf, budget: list[int]) -> int:
-    """Start (relative) of the blank record of a full, readable file; cached per mapped file."""
+def _hop_to_blank(mf, pos: int, max_hops: int = 100_000) -> int | None:
+    """From a record start, jump record by record (reading only sizes) to the blank; None if unsure."""
+    from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+
+    size = mf.file_size
+    buf = mf.mapped
+    for _ in range(max_hops):
+        if pos == size:
+            return BLANK_NONE
+        if pos + 8 > size:
+            return None
+        total, magic = struct.unpack_from(">ii", buf, pos)
+        if magic == BLANK_MAGIC_CODE:
+            return pos if pos + total == size else None
+        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or total <= 0:
+            return None
+        pos += total
+    return None
+
+
+def _blank_at(mf, budget: list[int], hint=None) -> int:
+    """Start (relative) of the blank record of a full, readable file; cached per mapped file.
+
+    ``hint(mf)`` may give a record start inside the file (the last dispatched record, from the
+    consume queues): from there a few size hops find the blank.  Otherwise the lean walk reads
+    the file, within ``budget`` bytes per snapshot.
+    """
     with _blank_lock:
         hit = _blank_cache.get(mf)
     if hit is not None:
@@ -70,24 +97,42 @@ def _blank_at(mf, budget: list[int]) -> int:
     size = mf.file_size
     if mf.read_position != size or mf.mapped is None:
         return BLANK_NONE if mf.wrote_position < size else BLANK_UNKNOWN
-    if budget[0] < size:
-        return BLANK_UNKNOWN
-    budget[0] -= size
-    from rmqstore.fastscan import walk_segment
-
     if not mf.hold():
         return BLANK_UNKNOWN
     try:
-        walk = walk_segment(mf.mapped, mf.file_from_offset, check_crc=False)
+        result = None
+        if hint is not None:
+            start = hint(mf)
+            if start is not None:
+                result = _hop_to_blank(mf, start - mf.file_from_offset)
+        if result is None:
+            if budget[0] < size:
+                return BLANK_UNKNOWN
+            budget[0] -= size
+            from rmqstore.fastscan import walk_segment
+
+            walk = walk_segment(mf.mapped, mf.file_from_offset, check_crc=False)
+            result = walk.blank_at - mf.file_from_offset if walk.blank_at is not None else BLANK_NONE
     finally:
         mf.release()
-    result = walk.blank_at - mf.file_from_offset if walk.blank_at is not None else BLANK_NONE
     with _blank_lock:
         _blank_cache[mf] = result
     return result
 
 
-def _queue_rows(queue, group: int, budget, blanks: bool) -> list[tuple]:
+def _cq_hint(store):
+    """A hint for :func:`_blank_at` from the consume queues (None when the store has none)."""
+    if not getattr(store, "consume_queue_table", None):
+        return None
+    from ._fast_open import boundary_hint
+
+    def hint(mf):
+        return boundary_hint(store, mf.file_from_offset + mf.file_size, floor=mf.file_from_offset)
+
+    return hint
+
+
+def _queue_rows(queue, group: int, budget, blanks: bool, hint=None) -> list[tuple]:
     rows = []
     for mf in list(queue.mapped_files):
         # read in this order so that flushed <= committed/read <= wrote holds in the snapshot
@@ -96,7 +141,7 @@ def _queue_rows(queue, group: int, budget, blanks: bool) -> list[tuple]:
         wrote = mf.wrote_position
         size = mf.file_size
         flags = (FLAG_WRITE_BUFFER if mf.write_buffer is not None else 0) | (FLAG_FULL if wrote >= size else 0)
-        blank = _blank_at(mf, budget) if blanks and wrote >= size else (BLANK_NONE if wrote < size else BLANK_UNKNOWN)
+        blank = _blank_at(mf, budget, hint) if blanks and wrote >= size else (BLANK_NONE if wrote < size else BLANK_UNKNOWN)
         rows.append((mf.file_from_offset, wrote, committed, flushed, size, blank, group, flags))
     return rows
 
@@ -106,16 +151,23 @@ def segment_rows(store, *, topic: str | None = None, queue_id: int | None = None
     """Groups, rows ``(from_offset, wrote, committed, flushed, size, blank_at, group, flags)`` and a summary.
 
     ``topic`` adds the consume-queue files of that topic (all its queues, or ``queue_id``).
-    ``blanks``: ``True`` walks every full segment once (cached), ``False`` never walks,
-    ``"auto"`` walks within :data:`BLANK_WALK_BUDGET` per call.
+    ``blanks``: ``True`` finds every full segment's blank (cached per file), ``False`` never
+    looks, ``"auto"`` walks at most :data:`BLANK_WALK_BUDGET` bytes per call, an int at most
+    that many.  The consume queues, when the store has them, point at the last record of each
+    file, so most blanks are found with a few reads and no walk.
     """
-    budget = [BLANK_WALK_BUDGET if blanks == "auto" else (1 << 62)]
+    if blanks == "auto":
+        budget = [BLANK_WALK_BUDGET]
+    elif isinstance(blanks, int) and not isinstance(blanks, bool):
+        budget = [blanks]
+    else:
+        budget = [1 << 62]
     walk = bool(blanks)
     groups, rows = [], []
     queue = store.commit_log.mapped_file_queue
     if commitlog:
         groups.append({"label": "commitlog", "kind": "commitlog", "file_size": queue.mapped_file_size})
-        rows += _queue_rows(queue, 0, budget, walk)
+        rows += _queue_rows(queue, 0, budget, walk, _cq_hint(store) if walk else None)
     if topic is not None:
         for (t_name, qid), cq in sorted(list(store.consume_queue_table.items()), key=lambda kv: kv[0][1]):
             if t_name != topic or (queue_id is not None and qid != queue_id):

@@ -1,0 +1,471 @@
+"""What a store looks like, at a glance: :func:`inspect`, and message look-ups for ``rmqstore msg``.
+
+:func:`inspect` takes a store opened read-only (:func:`rmqstore.store.open_store`) and
+returns a JSON-ready ``dict``:
+
+* ``commitlog.segments`` -- every commitlog file on disk (also those the read-only open
+  left out, such as a pre-allocated file after the end of the log), with its size, the
+  positions the store recovered for it (wrote/committed/flushed/read; "recovered" because
+  a read-only open computes them from the data, as RocketMQ's recovery does), how many
+  records it holds, their store-time range, and how it ends: an END_OF_FILE blank (where,
+  how long, and how many non-zero bytes its tail holds -- RocketMQ's transient store pool
+  leaves stale bytes there), unwritten space, or bytes that do not decode.  Only record
+  headers are read (size, magic, sysFlag, store time): cheap even for 1 GiB files;
+  ``rmqstore verify`` is the full check.
+* ``topics`` -- every consume queue with its min/max queue offsets and the end of the last
+  message it knows;
+* ``index`` -- every index file's header, ``checkpoint`` (:func:`read_checkpoint`), the
+  ``abort`` flag, the ``lock`` file (and the process holding it, if any), the free space of
+  the file system;
+* ``health`` -- one line: ``"OK"`` or what looks wrong (``issues`` lists each).
+
+Nothing is written; files are opened read-only.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import mmap
+import os
+import struct
+from typing import Callable
+
+from .checkpoint import read_checkpoint
+from .crc import crc32
+from .dumpfmt import record_to_json
+from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
+from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_timestamp_position
+from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
+from .record import MessageRecord, decode_message_id, decode_record
+from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
+
+__all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
+           "message_info", "record_keys"]
+
+_HEAD = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_CHUNK = 1 << 20
+#: RocketMQ's disk thresholds (MessageStoreConfig / DefaultMessageStore.CleanCommitLogService)
+DISK_MAX_USED_SPACE_RATIO = 0.75  # diskMaxUsedSpaceRatio = 75: files are deleted early above it
+DISK_WARNING_RATIO = 0.90  # diskSpaceWarningLevelRatio: the store stops accepting writes above it
+
+
+class MessageNotFoundError(StoreError):
+    """No message where (or under what) it was looked for; the message says why."""
+
+
+def iso_time(millis) -> str | None:
+    """A store timestamp (ms since the epoch) as ISO 8601 UTC, e.g. ``2026-11-22T03:50:32.528Z``."""
+    if not isinstance(millis, int) or millis <= 0:
+        return None
+    try:
+        dt = datetime.datetime.fromtimestamp(millis / 1000, datetime.timezone.utc)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return dt.strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis % 1000:03d}Z"
+
+
+# -- segments ----------------------------------------------------------------------------------------
+
+def _count_nonzero(buf, start: int, end: int) -> int:
+    n = 0
+    for pos in range(start, end, _CHUNK):
+        chunk = buf[pos:min(end, pos + _CHUNK)]
+        n += len(chunk) - chunk.count(0)
+    return n
+
+
+def _probe_segment(path: str, size: int) -> dict:
+    """Walk record headers of one commitlog file: records, time range, how it ends."""
+    out = {"records": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None, "dataEnd": 0,
+           "end": None, "blank": None}
+    if size == 0:
+        out["end"] = "empty file"
+        return out
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        out["end"] = f"unreadable: {exc.strerror}"
+        return out
+    try:
+        buf = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+    except (OSError, ValueError) as exc:
+        os.close(fd)
+        out["end"] = f"unreadable: {exc}"
+        return out
+    try:
+        pos = 0
+        while True:
+            if size - pos < 8:
+                out["end"] = "file end without a blank"
+                break
+            total, magic = _HEAD.unpack_from(buf, pos)
+            if total == 0 and magic == 0:
+                out["end"] = "unwritten"
+                nz = _count_nonzero(buf, pos, size)
+                if nz:
+                    out["nonZeroAfterEnd"] = nz
+                break
+            if magic == BLANK_MAGIC_CODE:
+                tail = pos + 8
+                out["blank"] = {"pos": pos, "declaredSize": total, "reachesFileEnd": pos + total == size,
+                                "tailNonZeroBytes": _count_nonzero(buf, min(tail, size), size)}
+                out["end"] = "blank"
+                pos = size
+                break
+            if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or total < 91 or pos + total > size:
+                out["end"] = f"undecodable at position {pos}"
+                break
+            sys_flag = _I32.unpack_from(buf, pos + 36)[0]
+            ts = _I64.unpack_from(buf, pos + store_timestamp_position(sys_flag))[0]
+            if out["firstStoreTimestamp"] is None:
+                out["firstStoreTimestamp"] = ts
+            out["lastStoreTimestamp"] = ts
+            out["records"] += 1
+            pos += total
+            out["dataEnd"] = pos
+        if out["end"] == "blank":
+            out["dataEnd"] = size
+    finally:
+        buf.close()
+        os.close(fd)
+    return out
+
+
+def _segments(store, progress) -> list[dict]:
+    d = os.path.join(store.root, "commitlog")
+    try:
+        names = sorted(n for n in os.listdir(d) if len(n) == 20 and n.isascii() and n.isdigit())
+    except OSError:
+        names = []
+    mapped = {mf.file_from_offset: mf for mf in store.commit_log.mapped_file_queue.mapped_files}
+    sizes = {}
+    for n in names:
+        try:
+            sizes[n] = os.stat(os.path.join(d, n)).st_size
+        except OSError:
+            sizes[n] = 0
+    total = sum(sizes.values())
+    done = 0
+    out = []
+    for name in names:
+        path = os.path.join(d, name)
+        size = sizes[name]
+        seg = {"file": name, "offset": int(name), "size": size, "inStore": int(name) in mapped}
+        mf = mapped.get(int(name))
+        if mf is not None:
+            seg.update({"wrotePosition": mf.wrote_position, "committedPosition": mf.committed_position,
+                        "flushedPosition": mf.flushed_position, "readPosition": mf.read_position,
+                        "isFull": mf.is_full()})
+        probe = _probe_segment(path, size)
+        seg.update(probe)
+        seg["firstStoreTime"] = iso_time(probe["firstStoreTimestamp"])
+        seg["lastStoreTime"] = iso_time(probe["lastStoreTimestamp"])
+        out.append(seg)
+        done += size
+        if progress is not None:
+            progress(done, total)
+    return out
+
+
+# -- other parts ---------------------------------------------------------------------------------------
+
+def _topics(store) -> list[dict]:
+    by_topic: dict[str, list] = {}
+    for (topic, qid), cq in sorted(store.consume_queue_table.items(), key=lambda kv: (kv[0][0], kv[0][1])):
+        lo, hi = cq.get_min_offset_in_queue(), cq.get_max_offset_in_queue()
+        by_topic.setdefault(topic, []).append({
+            "queueId": qid, "minOffset": lo, "maxOffset": hi, "messages": max(hi - lo, 0),
+            "files": len(cq.mapped_file_queue.mapped_files), "lastPhyOffset": cq.max_physic_offset})
+    return [{"topic": t, "queues": qs, "messages": sum(q["messages"] for q in qs)} for t, qs in by_topic.items()]
+
+
+def _index(store) -> list[dict]:
+    out = []
+    for f in store.index_service.index_files:
+        h = f.header()
+        h["beginTime"] = iso_time(h["beginTimestamp"])
+        h["endTime"] = iso_time(h["endTimestamp"])
+        h["entries"] = max(h["indexCount"] - 1, 0)
+        h["capacity"] = max(f.index_num - 1, 0)
+        out.append(h)
+    return out
+
+
+def _checkpoint(root: str) -> dict:
+    path = os.path.join(root, "checkpoint")
+    try:
+        cp = read_checkpoint(path)
+    except (RmqStoreError, OSError) as exc:
+        return {"exists": os.path.lexists(path), "error": str(exc)}
+    if cp is None:
+        return {"exists": False}
+    out = {"exists": True, "size": os.path.getsize(path)}
+    for name in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp"):
+        value = getattr(cp, name)
+        camel = "".join(w.capitalize() if i else w for i, w in enumerate(name.split("_")))
+        out[camel] = value
+        out[camel.replace("Timestamp", "Time")] = iso_time(value)
+    min_ts = max(min(cp.physic_msg_timestamp, cp.logics_msg_timestamp) - 3000, 0)
+    out["minTimestamp"] = min_ts  # StoreCheckpoint#getMinTimestamp: where abnormal recovery starts
+    out["minTimestampIndex"] = min(min_ts, cp.index_msg_timestamp)
+    return out
+
+
+def _lock_holder(path: str) -> int | None:
+    """The pid holding a POSIX lock on ``path`` (as a running broker does), or None.  Takes no lock."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        # struct flock {short l_type; short l_whence; off_t l_start; off_t l_len; pid_t l_pid;}
+        query = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+        try:
+            result = fcntl.fcntl(fd, fcntl.F_GETLK, query + bytes(8))
+        except OSError:
+            return None
+        l_type = struct.unpack_from("h", result)[0]
+        if l_type == fcntl.F_UNLCK:
+            return None
+        return struct.unpack_from("hhqqi", result)[4]
+    finally:
+        os.close(fd)
+
+
+def _lock(root: str) -> dict:
+    path = os.path.join(root, "lock")
+    if not os.path.lexists(path):
+        return {"exists": False}
+    out = {"exists": True}
+    try:
+        out["size"] = os.path.getsize(path)
+        if out["size"] <= 64 and os.path.isfile(path):
+            with open(path, "rb") as f:
+                out["content"] = f.read().decode("latin-1")
+    except OSError as exc:
+        out["error"] = exc.strerror
+    out["heldByPid"] = _lock_holder(path) if os.path.isfile(path) else None
+    return out
+
+
+def _disk(root: str) -> dict:
+    try:
+        st = os.statvfs(root)
+    except OSError as exc:
+        return {"error": exc.strerror}
+    total = st.f_blocks * st.f_frsize
+    free = st.f_bfree * st.f_frsize
+    avail = st.f_bavail * st.f_frsize
+    used_ratio = (total - free) / total if total else 0.0
+    return {"total": total, "free": free, "available": avail, "usedRatio": round(used_ratio, 4)}
+
+
+# -- inspect --------------------------------------------------------------------------------------------
+
+def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
+    """Everything a person wants to see first about a store (see the module doc)."""
+    root = store.root
+    cfg = store.config
+    queue = store.commit_log.mapped_file_queue
+    segments = _segments(store, progress)
+    topics = _topics(store)
+    index = _index(store)
+    min_off = queue.get_min_offset() if queue.mapped_files else (segments[0]["offset"] if segments else 0)
+    max_off = queue.get_max_offset()
+    dispatched = max((q["lastPhyOffset"] for t in topics for q in t["queues"]), default=-1)
+    out = {
+        "root": os.path.abspath(root),
+        "config": {"commitLogFileSize": cfg.mapped_file_size_commit_log,
+                   "consumeQueueFileSize": cfg.mapped_file_size_consume_queue,
+                   "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num},
+        "commitlog": {"minOffset": min_off, "maxOffset": max_off, "files": len(segments),
+                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments},
+        "topics": topics,
+        "consumeQueues": {"queues": sum(len(t["queues"]) for t in topics),
+                          "messages": sum(t["messages"] for t in topics),
+                          "dispatchedUpTo": dispatched if dispatched >= 0 else None},
+        "index": index,
+        "checkpoint": _checkpoint(root),
+        "abort": os.path.exists(os.path.join(root, "abort")),
+        "lock": _lock(root),
+        "disk": _disk(root),
+    }
+    issues = _issues(out, max_off)
+    out["issues"] = issues
+    out["health"] = "OK" if not issues else "; ".join(issues)
+    return out
+
+
+def _issues(info: dict, max_off: int) -> list[str]:
+    issues = []
+    if info["abort"]:
+        issues.append("unclean shutdown (abort file present): the next start runs abnormal recovery")
+    lock = info["lock"]
+    if lock.get("heldByPid"):
+        issues.append(f"lock held by process {lock['heldByPid']}: a broker is running on this store")
+    segs = info["commitlog"]["segments"]
+    size = info["config"]["commitLogFileSize"]
+    odd = [s["file"] for s in segs if s["size"] != size]
+    if odd:
+        issues.append(f"{len(odd)} commitlog file(s) not {size} bytes ({', '.join(odd[:3])})")
+    for prev, seg in zip(segs, segs[1:]):
+        if seg["offset"] != prev["offset"] + size:
+            issues.append(f"commitlog files not contiguous: {seg['file']} after {prev['file']}")
+            break
+    after_end = [s for s in segs if not s["inStore"]]
+    empty = [s["file"] for s in after_end if s["records"] == 0 and s["end"] == "unwritten" and not s.get("nonZeroAfterEnd")
+             and s["dataEnd"] == 0]
+    if empty:
+        issues.append(f"{len(empty)} pre-allocated empty commitlog file(s) after the end of the log ({', '.join(empty[:3])})")
+    beyond = [s["file"] for s in after_end if s["file"] not in empty]
+    if beyond:
+        issues.append(f"commitlog file(s) with data after the end the store reads ({', '.join(beyond[:3])})")
+    for s in segs:
+        if s["end"] and s["end"].startswith("undecodable"):
+            issues.append(f"commitlog/{s['file']}: {s['end']}")
+        elif s["end"] == "file end without a blank":
+            issues.append(f"commitlog/{s['file']} ends without an END_OF_FILE blank")
+        elif s["blank"] is not None and not s["blank"]["reachesFileEnd"]:
+            issues.append(f"commitlog/{s['file']}: the blank does not reach the file end")
+    data_end = max((s["offset"] + s["dataEnd"] for s in segs if s["inStore"]), default=0)
+    if segs and data_end > max_off:
+        issues.append(f"the store reads the log up to {max_off}, but records reach {data_end} (a record that fails "
+                      "its CRC or offset check ends the log there)")
+    dispatched = info["consumeQueues"]["dispatchedUpTo"]
+    if dispatched is not None and dispatched < max_off:
+        issues.append(f"consume queues are {max_off - dispatched} bytes behind the commitlog (dispatched up to "
+                      f"{dispatched} of {max_off})")
+    elif dispatched is None and max_off > (info["commitlog"]["minOffset"] or 0) and any(s["records"] for s in segs):
+        issues.append("no consume queues: nothing was dispatched")
+    if info["index"]:
+        last = info["index"][-1]
+        if last["endPhyOffset"] > max_off:
+            issues.append(f"the index points up to {last['endPhyOffset']}, past the end of the log ({max_off})")
+    cp = info["checkpoint"]
+    if cp.get("error"):
+        issues.append(f"checkpoint: {cp['error']}")
+    elif cp.get("exists") and cp.get("size") != 4096:
+        issues.append(f"checkpoint is {cp.get('size')} bytes, not 4096")
+    disk = info["disk"]
+    if disk.get("usedRatio", 0) >= DISK_WARNING_RATIO:
+        issues.append(f"disk {disk['usedRatio']:.0%} full: RocketMQ stops accepting messages above "
+                      f"{DISK_WARNING_RATIO:.0%}")
+    elif disk.get("usedRatio", 0) >= DISK_MAX_USED_SPACE_RATIO:
+        issues.append(f"disk {disk['usedRatio']:.0%} full: above {DISK_MAX_USED_SPACE_RATIO:.0%} RocketMQ deletes "
+                      "commitlog files before their reserved time")
+    return issues
+
+
+# -- message look-ups -------------------------------------------------------------------------------------
+
+def record_keys(props: dict) -> list[str]:
+    """The keys a message is indexed under: UNIQ_KEY, then each KEYS token."""
+    keys = []
+    uniq = props.get(UNIQ_KEY)
+    if uniq:
+        keys.append(uniq)
+    keys.extend(k for k in (props.get(KEYS) or "").split(KEY_SEPARATOR) if k and k not in keys)
+    return keys
+
+
+def read_message_at(store, offset: int) -> MessageRecord:
+    """The message record starting at physical ``offset``; MessageNotFoundError otherwise."""
+    queue = store.commit_log.mapped_file_queue
+    if type(offset) is not int:
+        raise MessageNotFoundError(f"an offset is an integer, got {offset!r}")
+    mf = queue.find_mapped_file_by_offset(offset)
+    if mf is None or mf.mapped is None:
+        lo = queue.get_min_offset() if queue.mapped_files else 0
+        raise MessageNotFoundError(f"offset {offset} is outside the commitlog [{max(lo, 0)}, {queue.get_max_offset()})")
+    pos = offset - mf.file_from_offset
+    limit = mf.read_position
+    if pos >= limit:
+        raise MessageNotFoundError(f"offset {offset} is past the end of the log ({queue.get_max_offset()})")
+    try:
+        rec = decode_record(mf.mapped, pos, limit=limit)
+    except CorruptRecordError as exc:
+        reason = str(exc).replace(f" (at offset {pos})", "")
+        raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}") from None
+    if not isinstance(rec, MessageRecord):
+        raise MessageNotFoundError(f"offset {offset} holds an END_OF_FILE blank record, not a message")
+    if rec.physical_offset != offset:
+        raise MessageNotFoundError(f"offset {offset} is not the start of a record (the bytes there say "
+                                   f"{rec.physical_offset})")
+    return rec
+
+
+def find_by_msg_id(store, msg_id: str) -> tuple[int, MessageRecord]:
+    """The message of an offset msgId (store host + physical offset); LayoutError for a malformed id."""
+    host, offset = decode_message_id(msg_id.strip().upper() if isinstance(msg_id, str) else msg_id)
+    rec = read_message_at(store, offset)
+    if rec.store_host != host:
+        raise MessageNotFoundError(f"offset {offset} holds a message stored by {rec.store_host}, but the msgId "
+                                   f"names {host}: the msgId belongs to another broker")
+    return offset, rec
+
+
+def find_by_key(store, key: str, topic: str | None = None, max_num: int = 64) -> list[tuple[int, MessageRecord]]:
+    """Messages indexed under ``key`` (KEYS token or UNIQ_KEY) in ``topic`` (default: every topic with a
+    consume queue), oldest first.  Index hash collisions are filtered out."""
+    topics = [topic] if topic is not None else sorted({t for t, _ in store.consume_queue_table})
+    found: dict[int, MessageRecord] = {}
+    for t in topics:
+        offsets, _, _ = store.index_service.query_offset(t, key, max_num, 0, 2**63 - 1)
+        for off in offsets:
+            if off in found:
+                continue
+            try:
+                rec = read_message_at(store, off)
+            except MessageNotFoundError:
+                continue
+            if rec.topic == t and key in record_keys(string_to_properties(rec.properties)):
+                found[off] = rec
+    return sorted(found.items())
+
+
+def _file_and_position(store, offset: int) -> tuple[str, int]:
+    mf = store.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset)
+    if mf is None:
+        return "?", offset
+    return f"commitlog/{os.path.basename(mf.file_name)}", offset - mf.file_from_offset
+
+
+def message_info(store, offset: int, rec: MessageRecord, *, include_body: bool = True) -> dict:
+    """A JSON-ready description of one message: the dump fields plus where it lies, readable times,
+    the properties split, the CRC verdict and the consume-queue unit that points at it."""
+    out = record_to_json(offset, rec, include_body=include_body)
+    file, pos = _file_and_position(store, offset)
+    props = string_to_properties(rec.properties)
+    computed = crc32(rec.body)
+    txn = rec.sys_flag & TRANSACTION_MASK
+    if txn in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+        cq = store.consume_queue_table.get((rec.topic, rec.queue_id))
+        unit = cq.get_unit(rec.queue_offset) if cq is not None else None
+        cq_info = {"queueOffset": rec.queue_offset, "unit": list(unit) if unit else None,
+                   "pointsHere": bool(unit and unit[0] == offset)}
+    else:
+        cq_info = {"queueOffset": None, "unit": None, "pointsHere": False,
+                   "note": "prepared and rolled-back transaction records are not dispatched"}
+    out.update({
+        "file": file, "position": pos,
+        "born_time": iso_time(rec.born_timestamp), "store_time": iso_time(rec.store_timestamp),
+        "body_crc_computed": computed, "crc_ok": computed == rec.body_crc,
+        "sys_flag_names": describe(rec.sys_flag),
+        "properties_map": dict(props),
+        "keys": record_keys(props),
+        "consume_queue": cq_info,
+    })
+    return out
+
+
+def parse_offset(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except (TypeError, ValueError):
+        raise LayoutError(f"not an offset: {text!r}") from None
+    if value < 0:
+        raise LayoutError(f"an offset is not negative, got {value}")
+    return value
