@@ -42,6 +42,8 @@ class StoreConfig:
     message_delay_level: str = _DEFAULT_DELAY_LEVELS
     check_crc_on_recover: bool = True
     message_index_enable: bool = True
+    #: abnormal recovery also starts no later than the index checkpoint (RocketMQ's messageIndexSafe)
+    message_index_safe: bool = False
     flush_interval_commit_log: int = 500
     flush_commit_log_least_pages: int = 4
     flush_commit_log_thorough_interval: int = 10_000

@@ -45,6 +45,27 @@ __all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name"]
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux >= 5.14
 
 
+def _create_sized(path: str, size: int) -> int:
+    """Create ``path`` with its full size in one visible step (temp name, size, rename).
+
+    A crash between open and truncate would otherwise leave a short file that a later
+    load refuses; with the rename, the name appears only once the file has its size.
+    """
+    tmp = f"{path}.{os.getpid()}.creating"
+    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.ftruncate(fd, size)
+        os.rename(tmp, path)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.remove(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return fd
+
+
 def offset_to_file_name(offset: int) -> str:
     """``UtilAll.offset2FileName``: the 20-digit zero-padded offset."""
     return f"{offset:020d}"
@@ -116,7 +137,10 @@ class MappedFile:
                 raise StoreError(f"{self.file_name} is {actual} bytes, expected {self.file_size}")
             self.mapped = mmap.mmap(self._fd, self.file_size, access=mmap.ACCESS_READ) if self.file_size else None
         else:
-            self._fd = os.open(self.file_name, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self._fd = os.open(self.file_name, os.O_RDWR)
+            except FileNotFoundError:
+                self._fd = _create_sized(self.file_name, self.file_size)
             if os.fstat(self._fd).st_size < self.file_size:
                 os.ftruncate(self._fd, self.file_size)  # sparse, reads as zeros
             self.mapped = mmap.mmap(self._fd, self.file_size)

@@ -308,7 +308,7 @@ def is_mapped_file_matched_recover(store, mf) -> bool:
         return False
     cfg = store.config
     cp = store.checkpoint
-    if cfg.message_index_enable and getattr(cfg, "message_index_safe", False):
+    if cfg.message_index_enable and cfg.message_index_safe:
         return store_timestamp <= cp.get_min_timestamp_index()
     return store_timestamp <= cp.get_min_timestamp()
 
