@@ -64,12 +64,17 @@ PutPathPlayer
     ``data-testid="stage-box"`` with ``data-box`` (class ``active`` on the current one).
 StoreInspector
     root ``data-testid="store-inspector"``; the segments section is a SegmentView (same
-    ``segment`` bars); record rows ``data-testid="record-row"`` (``data-offset``,
-    ``data-kind``); lookup input ``data-testid="lookup"`` and button ``"lookup-go"``
-    (a msgId, ``key`` or ``topic#key``, or a physical offset); the selected record is a
-    RecordView (same ``byte``/``field`` cells); paging buttons ``"page-prev"``,
-    ``"page-next"``, ``"page-first"``; topics table rows ``data-testid="queue-row"``;
-    ``data-testid="lookup-result"`` says what a lookup found.
+    ``segment-view``/``segment`` elements; clicking a bar pages to that segment's start);
+    record rows ``data-testid="record-row"`` (``data-offset``, ``data-kind`` message/blank/
+    corrupt, ``data-msg-id``); lookup input ``data-testid="lookup"`` and button
+    ``"lookup-go"`` (Enter works too; a msgId, a physical offset, ``key`` or ``topic#key``);
+    ``data-testid="lookup-result"`` says what a lookup (or a page request) found or why not
+    (``data-found``: number of records); paging buttons ``"page-first"``, ``"page-prev"``,
+    ``"page-next"``, ``"page-last"`` and the label ``"page-label"``; topics table rows
+    ``data-testid="queue-row"`` (``data-topic``, ``data-queue``; a click browses that queue,
+    live only); the selected record is a RecordView (``record-view``, ``byte``, ``field``,
+    ``record-offset`` ...).  ``data-testid="store-summary"`` is the one-line summary.  In a
+    static page, paging and lookups answer from the embedded first pages.
 """
 
 from .put_path_player import PutPathPlayer

@@ -10,20 +10,19 @@ export const SPEEDS = [0.5, 1, 2, 4, 8, 16, 32];
 
 function clamp(v, lo, hi) { return Math.max(lo, Math.min(hi, v)); }
 
-/** Per step, every file's [wrote, committed, flushed] after that step (replaying step.set). */
-function replayTables(steps, files) {
-  const cur = files.map(() => [0, 0, 0]);
+/** Every file's [wrote, committed, flushed] after step i (replaying step.set; O(i), cheap). */
+function tableAt(steps, files, i) {
+  const rows = files.map(() => [0, 0, 0]);
   const seen = files.map(() => false);
-  const out = [];
-  for (const s of steps) {
+  for (let k = 0; k <= i && k < steps.length; k++) {
+    const s = steps[k];
     if (s.set) {
       const [f, w, c, fl] = s.set;
-      cur[f] = [w, c, fl];
+      rows[f] = [w, c, fl];
       seen[f] = true;
     }
-    out.push({ rows: cur.map((r) => r.slice()), seen: seen.slice() });
   }
-  return out;
+  return { rows, seen };
 }
 
 /** Per file, the append steps: [{step, start, end}] (record bounds relative to the file). */
@@ -50,7 +49,6 @@ function render({ model, el }) {
   let files = [];
   let boxes = [];
   let table = [];
-  let tables = [];
   let appends = [];
   let i = 0;
   let timer = null;
@@ -103,7 +101,6 @@ function render({ model, el }) {
     files = model.get("files") || [];
     boxes = model.get("boxes") || [];
     table = model.get("field_table") || [];
-    tables = replayTables(steps, files);
     appends = appendsByFile(steps, files);
     title.textContent = model.get("title") || "put path";
     subtitle.textContent = model.get("subtitle") || "";
@@ -240,8 +237,8 @@ function render({ model, el }) {
 
   function drawFiles() {
     clear(fileList);
-    const t = tables[i];
-    if (!t || files.length < 2) return;
+    if (files.length < 2 || !steps[i]) return;
+    const t = tableAt(steps, files, i);
     files.forEach((file, k) => {
       if (!t.seen[k]) return;
       const [w, c, f] = t.rows[k];

@@ -180,7 +180,15 @@ export function mountSegments(el, model, opts = {}) {
     }
   }
 
-  const onScroll = throttleFrame(() => { if (items.length > VIRTUALISE_ABOVE) renderRows(); });
+  // scroll events come at most once a frame: render the new window at once (no extra frame of lag)
+  let lastFirst = -1;
+  const onScroll = () => {
+    if (items.length <= VIRTUALISE_ABOVE) return;
+    const first = Math.floor(list.scrollTop / ROW_H);
+    if (first === lastFirst) return;
+    lastFirst = first;
+    renderRows();
+  };
   list.addEventListener("scroll", onScroll);
 
   overview.addEventListener("click", (ev) => {

@@ -63,10 +63,10 @@ function render({ model, el }) {
   const status = h("div", { class: "rmq-insp-status", "data-testid": "lookup-result" });
   const lookup = h("input", { type: "text", "data-testid": "lookup", class: "rmq-insp-lookup rmq-mono", placeholder: "msgId, physical offset, key or topic#key", spellcheck: "false" });
   const goBtn = h("button", { "data-testid": "lookup-go", text: "find" });
-  const btnFirst = h("button", { "data-testid": "page-first", title: "first page", text: "⏮ first" });
+  const btnFirst = h("button", { "data-testid": "page-first", title: "first page", text: "|◀ first" });
   const btnPrev = h("button", { "data-testid": "page-prev", title: "previous page", text: "◀ prev" });
   const btnNext = h("button", { "data-testid": "page-next", title: "next page", text: "next ▶" });
-  const btnLast = h("button", { "data-testid": "page-last", title: "last page", text: "last ⏭" });
+  const btnLast = h("button", { "data-testid": "page-last", title: "last page", text: "last ▶|" });
   const pageLabel = h("span", { class: "rmq-insp-pagelabel rmq-muted", "data-testid": "page-label" });
   const recTable = h("table", { class: "rmq-insp-records" });
   const recBody = h("tbody");
@@ -277,7 +277,7 @@ function render({ model, el }) {
     }
     const seen = new Set();
     hits = hits.filter((r) => (seen.has(r.offset) ? false : seen.add(r.offset)));
-    return { query, how, rows: hits, message: `${hits.length} record(s) among the ${rows.length} embedded in this static page` };
+    return { query, how, rows: hits, message: `${how}: ${hits.length} record(s) among the ${rows.length} embedded in this static page` };
   }
 
   async function doLookup() {
@@ -294,7 +294,7 @@ function render({ model, el }) {
     history = [];
     page = { mode: "lookup", query: q, start: "", rows: res.rows || [], next: null };
     renderPage();
-    setStatus(`${res.how ? res.how + ": " : ""}${res.message || ""}`, !(res.rows || []).length);
+    setStatus(res.message || `${(res.rows || []).length} record(s)`, !(res.rows || []).length);
     status.setAttribute("data-found", String((res.rows || []).length));
     if ((res.rows || []).length) select(res.rows[0].offset);
   }

@@ -260,7 +260,7 @@ class LogBrowser:
             if rows and rows[0]["kind"] == "message" and rows[0]["msg_id"] != q.upper():
                 message = f"the record at {offset:,} was stored by another host than {host}"
             return {"query": q, "how": "msgId", "rows": rows,
-                    "message": message or f"msgId -> store host {host}, offset {offset:,}"}
+                    "message": f"msgId: store host {host}, offset {offset:,}" + (f"; {message}" if message else "")}
         num = q.replace(",", "").replace("_", "")
         if re.fullmatch(r"\d+|0[xX][0-9A-Fa-f]+", num):
             offset = int(num, 0)
@@ -270,7 +270,8 @@ class LogBrowser:
                         "message": f"offset {offset:,} is outside the log [{self.min_offset:,}, {self.end:,})"}
             rows, message = self._rows_at([start], exact=True)
             note = "" if start == offset else f" (inside the record at {start:,})"
-            return {"query": q, "how": "offset", "rows": rows, "message": message or f"offset {offset:,}{note}"}
+            return {"query": q, "how": "offset", "rows": rows,
+                    "message": f"offset {offset:,}{note}" + (f"; {message}" if message else "")}
         topic, sep, key = q.partition("#")
         topics = [topic] if sep else sorted({t_ for t_, _ in self.store.consume_queue_table})
         if not sep:
@@ -282,7 +283,8 @@ class LogBrowser:
         rows, message = self._rows_at(offsets, exact=True)
         where = f"topic {topic}" if sep else f"{len(topics)} topic(s)"
         return {"query": q, "how": "key", "rows": rows,
-                "message": message or f"key {key!r} in {where}: {len(rows)} record(s) via the index"}
+                "message": f"key {key!r} in {where}: {len(rows)} record(s) via the index"
+                           + (f"; {message}" if message else "")}
 
     def _query_key(self, topic: str, key: str, max_num: int) -> list[int]:
         if _reading is not None and hasattr(_reading, "query_message"):
