@@ -1,0 +1,344 @@
+"""The views in a real browser: in JupyterLab with a kernel, exported to HTML, and from to_html.
+
+(a) JupyterLab, started here on loopback, runs ``views.ipynb`` from its own UI (Run > Run
+    All Cells); every view renders in the output area, hovering a RecordView field
+    highlights its bytes, the PutPathPlayer steps and plays, and the positions it shows are
+    the ones the raw trace events recorded (printed by the notebook itself).
+(b) The same notebook through ``export_notebook_html`` (executed, widget state saved), opened
+    from a static server with no kernel and no network: the same checks.
+(c) ``to_html`` pages of each view, built here from the sample store and a traced engine run.
+
+Expected values never come from the views' own state: segments from ``store.positions()``,
+record spans from the codec, player positions from the tracer's events.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from .browser_helpers import open_notebook
+
+pytestmark = [pytest.mark.browser, pytest.mark.timeout(240)]
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+NOTEBOOK = HERE / "views.ipynb"
+SAMPLE = REPO / "data" / "sample_store"
+DONE = "VIEWS-NOTEBOOK-DONE"
+#: the position each moving stage owns (the others it leaves alone)
+MOVES = {"position.wrote": "wrote", "append.blank": "wrote", "commit": "committed", "flush": "flushed"}
+PLAYER_CONFIG = {"flush_disk_type": "ASYNC_FLUSH", "transient_store_pool_enable": True}
+
+
+def widgets_module():
+    """``rmqstore.widgets`` -- the views' module; the tier skips (never fails) while it is missing."""
+    return pytest.importorskip("rmqstore.widgets", reason="rmqstore.widgets (the views) is not importable")
+
+
+def need(name: str):
+    mod = widgets_module()
+    if not hasattr(mod, name):
+        pytest.skip(f"rmqstore.widgets.{name} does not exist yet")
+    return getattr(mod, name)
+
+
+def has_inspector() -> bool:
+    return hasattr(widgets_module(), "StoreInspector")
+
+
+def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {message}; last value {value!r}")
+        time.sleep(interval)
+
+
+# ------------------------------------------------------------------------------ expectations
+
+def printed(scope) -> dict:
+    """The notebook's ``SEGMENTS``/``RECORD``/``PLAYER`` lines (Lab or exported page), parsed."""
+    found = {}
+    for text in scope.locator(".jp-OutputArea-output").all_text_contents():
+        for line in text.splitlines():
+            m = re.match(r"^(SEGMENTS|RECORD|PLAYER|INSPECTOR) ([\[{].*)$", line.strip())
+            if m:
+                found[m.group(1)] = json.loads(m.group(2))
+    wanted = {"SEGMENTS", "RECORD", "PLAYER"} | ({"INSPECTOR"} if has_inspector() else set())
+    missing = wanted - found.keys()
+    assert not missing, f"the notebook's output lacks {sorted(missing)}"
+    return found
+
+
+def player_expectations(events) -> dict:
+    """What the notebook prints for its player, computed from raw tracer events."""
+    events = sorted(events, key=lambda e: e.get("seq", 0))
+    checks = [[i, e["stage"], MOVES[e["stage"]], e["after"][MOVES[e["stage"]]], f"{e['after']['file']:020d}"]
+              for i, e in enumerate(events) if e["stage"] in MOVES and e.get("after")]
+    return {"steps": len(events), "stages": [e["stage"] for e in events], "checks": checks}
+
+
+# ------------------------------------------------------------------------------ view checks
+
+def check_segments(scope, expected, snap=None):
+    """Every commitlog file is a bar whose data attributes are the store's positions."""
+    view = scope.get_by_test_id("segment-view").first
+    view.wait_for()
+    bars = view.get_by_test_id("segment")
+    wait_until(lambda: bars.count() >= len(expected), message=f"{len(expected)} segment bars")
+    got = bars.evaluate_all(
+        "els => els.map(e => [e.dataset.file, +e.dataset.wrote, +e.dataset.committed, +e.dataset.flushed])")
+    assert got == expected
+    if snap:
+        snap("segment-view", view)
+
+
+def record_highlight(view) -> dict:
+    """field -> [bytes with class hl, bytes] over the view's byte cells."""
+    return view.get_by_test_id("byte").evaluate_all("""els => {
+        const out = {};
+        for (const e of els) {
+            const f = e.dataset.field;
+            out[f] = out[f] || [0, 0];
+            out[f][1] += 1;
+            if (e.classList.contains('hl')) out[f][0] += 1;
+        }
+        return out;
+    }""")
+
+
+def check_record_hover(scope, record, snap=None):
+    """Hovering a decoded row (or a byte) highlights exactly that field's bytes."""
+    view = scope.locator("[data-testid='record-view']:not([data-testid='store-inspector'] *)").first
+    view.wait_for()
+    spans = {name: stop - start for name, start, stop in record["spans"]}
+    counts = wait_until(lambda: (c := record_highlight(view)) and sum(n for _, n in c.values()) == sum(
+        spans.values()) and c, message="every byte cell of the record")
+    assert {f: n for f, (_, n) in counts.items()} == spans, "one byte cell per byte, tagged with its field"
+    assert not any(h for h, _ in counts.values()), "nothing highlighted before hovering"
+    assert sorted(view.get_by_test_id("field").evaluate_all("els => els.map(e => e.dataset.field)")) == sorted(spans)
+
+    def only(name):
+        c = record_highlight(view)
+        return c.get(name) == [spans[name], spans[name]] and all(h == 0 for f, (h, _) in c.items() if f != name)
+
+    view.locator("[data-testid='field'][data-field='queue_offset']").hover()
+    wait_until(lambda: only("queue_offset"), message="the queue_offset bytes (and only they) highlighted "
+                                                     "after hovering its decoded row")
+    view.locator("[data-testid='byte'][data-field='topic']").nth(2).hover()
+    wait_until(lambda: only("topic"), message="every topic byte highlighted after hovering one of them")
+    if snap:
+        snap("record-view-hover-topic", "viewport")
+        assert only("topic"), "the screenshot shows the hovered state"
+    view.page.mouse.move(1, 1)  # leave the view: the hover highlight goes away
+    wait_until(lambda: not any(h for h, _ in record_highlight(view).values()), message="no highlight after leaving")
+
+
+def player_state(player) -> dict:
+    return player.evaluate("""root => {
+        const t = id => root.querySelector(`[data-testid="${id}"]`);
+        return {index: +t('step-index').textContent, stage: t('stage').textContent,
+                wrote: +t('pos-wrote').textContent, committed: +t('pos-committed').textContent,
+                flushed: +t('pos-flushed').textContent, file: t('positions').dataset.file};
+    }""")
+
+
+def check_player(scope, trace, snap=None):
+    """Step forward, scrub to every step that moves a position, play and pause."""
+    player = scope.get_by_test_id("put-path-player").first
+    player.wait_for()
+    steps, stages = trace["steps"], trace["stages"]
+    assert player.get_by_test_id("scrub").get_attribute("max") == str(steps - 1)
+    state = player_state(player)
+    assert (state["index"], state["stage"]) == (0, stages[0])
+
+    for k in (1, 2, 3):
+        player.get_by_test_id("step-forward").click()
+        state = wait_until(lambda: (s := player_state(player))["index"] == k and s, message=f"step {k}")
+        assert state["stage"] == stages[k]
+    player.get_by_test_id("step-back").click()
+    wait_until(lambda: player_state(player)["index"] == 2, message="step back to 2")
+
+    scrub = player.get_by_test_id("scrub")
+    assert trace["checks"], "the trace moved no position"
+    seen = set()
+    for i, stage, key, value, file in trace["checks"]:
+        scrub.fill(str(i))
+        state = wait_until(lambda: (s := player_state(player))["index"] == i and s, message=f"scrub to {i}")
+        assert (state["stage"], state["file"], state[key]) == (stage, file, value), f"step {i}: {state}"
+        seen.add(key)
+    assert seen >= {"wrote", "committed", "flushed"}, seen
+    if snap:
+        snap("put-path-player-scrubbed", player)
+
+    # play from the start at 32 steps/s; it advances on its own, pause stops it
+    scrub.fill("0")
+    wait_until(lambda: player_state(player)["index"] == 0, message="scrub to 0")
+    player.get_by_test_id("speed").select_option("32")
+    player.get_by_test_id("play").click()
+    wait_until(lambda: player_state(player)["index"] >= 5, message="the player advancing after play")
+    player.get_by_test_id("pause").click()
+    paused_at = player_state(player)["index"]
+    time.sleep(0.3)
+    assert player_state(player)["index"] == paused_at, "pause stops the player"
+    state = player_state(player)
+    assert state["stage"] == stages[state["index"]]
+    if snap:
+        snap("put-path-player-played", player)
+
+
+def check_inspector(scope, expected, snap=None):
+    """Segments and record rows are listed; paging moves; lookups by offset and by msgId select
+    the record (live: asked of the kernel; static: among the embedded pages)."""
+    target = expected["INSPECTOR"]
+    view = scope.get_by_test_id("store-inspector").first
+    view.wait_for()
+    bars = view.get_by_test_id("segment")
+    wait_until(lambda: bars.count() >= len(expected["SEGMENTS"]), message="the inspector's segment bars")
+    assert bars.evaluate_all("els => els.map(e => [e.dataset.file, +e.dataset.wrote, +e.dataset.committed, "
+                             "+e.dataset.flushed])") == expected["SEGMENTS"]
+    rows = view.get_by_test_id("record-row")
+    wait_until(lambda: rows.count() > 0, message="record rows")
+    assert rows.first.get_attribute("data-offset") == "0"
+    first_page = rows.evaluate_all("els => els.map(e => e.dataset.offset)")
+    view.get_by_test_id("page-next").click()
+    wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") not in first_page,
+               timeout=20, message="the next page of records")
+    assert int(rows.first.get_attribute("data-offset")) > int(first_page[-1])
+    view.get_by_test_id("page-first").click()
+    wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") == "0", timeout=20,
+               message="back to the first page")
+
+    record_offset = view.get_by_test_id("record-view").get_by_test_id("record-offset")
+
+    def shown():
+        return record_offset.first.get_attribute("data-offset") if record_offset.count() else None
+
+    for query in (str(target["offset"]), target["msg_id"]):
+        view.get_by_test_id("page-first").click()
+        wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") == "0", timeout=20,
+                   message="the first page")
+        rows.first.click()  # select another record first, so the lookup has to change the selection
+        wait_until(lambda: shown() == "0", timeout=20, message="the clicked record (offset 0) shown")
+        view.get_by_test_id("lookup").fill(query)
+        view.get_by_test_id("lookup-go").click()
+        wait_until(lambda: shown() == str(target["offset"]), timeout=20,
+                   message=f"the record found by lookup {query!r}")
+    if snap:
+        snap("store-inspector-lookup", view)
+
+
+def check_all(scope, expected, snap):
+    check_segments(scope, expected["SEGMENTS"], snap)
+    check_record_hover(scope, expected["RECORD"], snap)
+    check_player(scope, expected["PLAYER"], snap)
+    if "INSPECTOR" in expected:
+        check_inspector(scope, expected, snap)
+
+
+# ------------------------------------------------------------------------------ (a) JupyterLab
+
+def test_views_in_jupyterlab(page, jupyterlab, snap, page_errors):
+    widgets_module()
+    shutil.copy(NOTEBOOK, jupyterlab.root_dir / NOTEBOOK.name)
+    nb = open_notebook(page, jupyterlab, NOTEBOOK.name)
+    nb.run_all_cells(timeout_ms=150_000, done_text=DONE)
+    for testid in ("segment-view", "record-view", "put-path-player"):
+        nb.outputs().locator(f"[data-testid='{testid}']").first.wait_for(timeout=30_000)
+    snap("rendered")
+    check_all(nb.panel, printed(nb.panel), snap)
+    assert not page_errors, page_errors
+
+
+# ------------------------------------------------------------------------------ (b) exported notebook
+
+@pytest.fixture(scope="module")
+def exported_notebook(tmp_path_factory):
+    widgets = widgets_module()
+    out = tmp_path_factory.mktemp("exported")
+    started = time.monotonic()
+    widgets.export_notebook_html(NOTEBOOK, out / "views.html", execute=True, timeout=180)
+    print(f"export_notebook_html: {time.monotonic() - started:.1f} s -> {out / 'views.html'}")
+    return out
+
+
+def test_exported_notebook_without_kernel(page, exported_notebook, static_server, snap, page_errors,
+                                          external_requests):
+    html = (exported_notebook / "views.html").read_text(encoding="utf-8")
+    assert not re.search(r"""(?:src|href)\s*=\s*["'](?:https?:)?//""", html), "the page references the network"
+    base = static_server(exported_notebook)
+    page.goto(f"{base}/views.html")
+    for testid in ("segment-view", "record-view", "put-path-player"):
+        page.get_by_test_id(testid).first.wait_for()
+    snap("rendered")
+    check_all(page, printed(page), snap)
+    assert not external_requests, external_requests
+    assert not page_errors, page_errors
+
+
+# ------------------------------------------------------------------------------ (c) to_html pages
+
+@pytest.fixture(scope="module")
+def standalone_pages(tmp_path_factory):
+    """One to_html page per view (and one with all of them), plus what each must show."""
+    widgets = widgets_module()
+    from rmqstore import MessageRecord, open_store
+    from rmqstore.record import create_message_id, record_field_spans
+    from rmqstore.scan import CommitLogScan
+
+    out = tmp_path_factory.mktemp("to_html")
+    store = open_store(SAMPLE)
+    try:
+        offset, record = next((off, rec) for off, rec in CommitLogScan(SAMPLE)
+                              if isinstance(rec, MessageRecord) and 0 < len(rec.body) <= 100)
+        segment_view = widgets.SegmentView.from_store(store)
+        record_view = widgets.RecordView.from_store(store, offset)
+        expected = {
+            "SEGMENTS": [[p["file"], p["wrotePosition"], p["committedPosition"], p["flushedPosition"]]
+                         for p in store.positions()],
+            "RECORD": {"offset": offset, "spans": [[n, a, b] for n, a, b, _ in record_field_spans(record)]},
+        }
+    finally:
+        store.close()
+    player = widgets.PutPathPlayer.record(PLAYER_CONFIG, 12)
+    expected["PLAYER"] = player_expectations(player.events)
+    pages = {"segment_view": segment_view, "record_view": record_view, "put_path_player": player}
+    if hasattr(widgets, "StoreInspector"):
+        pages["store_inspector"] = widgets.StoreInspector.from_path(SAMPLE)
+        expected["INSPECTOR"] = {"offset": offset, "msg_id": create_message_id(record.store_host, offset)}
+    for name, view in pages.items():
+        widgets.to_html(view, out / f"{name}.html", title=name)
+    widgets.to_html(list(pages.values()), out / "all.html", title="all views")
+    return out, expected
+
+
+@pytest.mark.parametrize("name", ["segment_view", "record_view", "put_path_player", "store_inspector"])
+def test_to_html_page(name, page, standalone_pages, static_server, snap, page_errors, external_requests):
+    out, expected = standalone_pages
+    if not (out / f"{name}.html").exists():
+        pytest.skip(f"rmqstore.widgets has no {name} view yet")
+    page.goto(f"{static_server(out)}/{name}.html")
+    {"segment_view": lambda: check_segments(page, expected["SEGMENTS"], snap),
+     "record_view": lambda: check_record_hover(page, expected["RECORD"], snap),
+     "put_path_player": lambda: check_player(page, expected["PLAYER"], snap),
+     "store_inspector": lambda: check_inspector(page, expected, snap)}[name]()
+    assert not external_requests, external_requests
+    assert not page_errors, page_errors
+
+
+def test_to_html_all_views_on_one_page(page, standalone_pages, static_server, snap, page_errors,
+                                       external_requests):
+    out, expected = standalone_pages
+    page.goto(f"{static_server(out)}/all.html")
+    check_all(page, expected, snap)
+    assert not external_requests, external_requests
+    assert not page_errors, page_errors
