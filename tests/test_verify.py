@@ -20,6 +20,7 @@ Done means:
 
 from __future__ import annotations
 
+import atexit
 import io
 import os
 import random
@@ -58,6 +59,7 @@ def engine_store() -> Path:
     from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 
     root = Path(tempfile.mkdtemp(prefix="rmqstore-verify-engine-")) / "store"
+    atexit.register(shutil.rmtree, root.parent, True)
     clock = iter(range(1_795_000_000_000, 1_795_000_000_000 + 10**9, 7))
     cfg = StoreConfig(mapped_file_size_commit_log=16 * 1024, mapped_file_size_consume_queue=20 * 64,
                       max_hash_slot_num=16, max_index_num=64, store_host="198.51.100.7:10911",
