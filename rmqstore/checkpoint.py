@@ -27,6 +27,8 @@ def read_checkpoint(path: str):
             data = f.read(CHECKPOINT.size)
     except FileNotFoundError:
         return None
+    except OSError as exc:  # a directory, unreadable, ...
+        raise StoreError(f"{path}: cannot read the checkpoint: {exc.strerror or exc}") from None
     if len(data) < CHECKPOINT.size:
         raise StoreError(f"{path} holds {len(data)} bytes, a checkpoint needs {CHECKPOINT.size}")
     return CHECKPOINT.unpack_from(data)

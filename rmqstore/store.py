@@ -65,7 +65,7 @@ class FlushConsumeQueueService(ServiceThread):
     def __init__(self, store: "MessageStore"):
         super().__init__()
         self.store = store
-        self.last_thorough = time.monotonic()
+        self.last_thorough = 0.0  # as RocketMQ: the first pass (about 1 s after start) is thorough
 
     def _do_flush(self, retry_times: int) -> None:
         cfg = self.store.config
@@ -215,6 +215,24 @@ class MessageStore:
         self._loaded = True
         return True
 
+    def _take_lock(self) -> None:
+        """Lock ``<root>/lock`` like RocketMQ (a POSIX record lock, which Java's FileLock also uses)."""
+        import fcntl
+
+        fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        except OSError:
+            os.close(fd)
+            raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
+        os.pwrite(fd, b"lock", 0)
+        self._lock_fd = fd
+
+    def _release_lock(self) -> None:
+        fd, self._lock_fd = getattr(self, "_lock_fd", None), None
+        if fd is not None:
+            os.close(fd)  # closing drops the POSIX lock
+
     def start(self) -> None:
         if self.read_only:
             raise StoreStateError("a store opened read-only cannot be started (it would write)")
@@ -222,8 +240,7 @@ class MessageStore:
             raise StoreStateError("store already started")
         if not self._loaded:
             self.load()  # recovery (rmqstore.recovery)
-        with open(os.path.join(self.root, "lock"), "wb") as f:
-            f.write(b"lock")
+        self._take_lock()
         open(self.abort_file, "wb").close()
         # as RocketMQ's start(): dispatch from the furthest message any consume queue holds,
         # catch up before anything else runs, then take the queue offsets from the queues
@@ -306,6 +323,7 @@ class MessageStore:
             self.transient_store_pool.destroy()
         if self.writeable and os.path.exists(self.abort_file):
             os.remove(self.abort_file)
+        self._release_lock()
 
     def __enter__(self):
         if not self._started:

@@ -85,3 +85,21 @@ def test_group_commit_timeout_is_flush_disk_timeout(tmp_path):
     queue.flush = real_flush
     assert store.put_message(Message("T", b"y", born_host="192.0.2.1:1")).ok
     store.shutdown()
+
+
+def test_a_second_process_cannot_start_a_running_store(tmp_path):
+    import subprocess
+    import sys
+
+    store = MessageStore(tmp_path, StoreConfig(mapped_file_size_commit_log=65536))
+    store.start()
+    code = ("import sys\nfrom rmqstore import MessageStore, StoreConfig, StoreStateError\n"
+            f"try:\n    MessageStore({str(tmp_path)!r}, StoreConfig(mapped_file_size_commit_log=65536)).start()\n"
+            "except StoreStateError as e:\n    print('REFUSED', e); sys.exit(3)\nprint('STARTED')\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 3 and "holds its lock file" in r.stdout, (r.stdout, r.stderr)
+    store.shutdown()
+    again = MessageStore(tmp_path, StoreConfig(mapped_file_size_commit_log=65536))
+    again.start()  # the lock went with the shutdown
+    assert (tmp_path / "lock").read_bytes() == b"lock"
+    again.shutdown()
