@@ -129,6 +129,15 @@ def _box_of(event: dict) -> str:
 
 
 def _describe(e: dict) -> str:
+    """One sentence about an event (a generic one if its fields are not the expected ones)."""
+    try:
+        return _describe_stage(e)
+    except (KeyError, TypeError, ValueError, IndexError):
+        extra = ", ".join(f"{k}={v}" for k, v in e.items() if k not in ("seq", "t_ns", "thread", "stage"))
+        return f"{e.get('stage')}: {extra}" if extra else str(e.get("stage"))
+
+
+def _describe_stage(e: dict) -> str:
     s = e["stage"]
     g = e.get
 

@@ -114,10 +114,13 @@ class LogBrowser:
             return None, None
         pos = offset - mf.file_from_offset
         readable = mf.read_position
-        if pos + 8 > readable:
+        if pos + 8 > readable or not mf.hold():  # hold: a running store may be deleting the file
             return mf, None
-        self.records_read += 1
-        rec = self.decode(mf.mapped, pos, limit=readable)
+        try:
+            self.records_read += 1
+            rec = self.decode(mf.mapped, pos, limit=readable)
+        finally:
+            mf.release()
         return mf, rec
 
     def summary(self, offset: int, rec) -> dict:
@@ -182,9 +185,12 @@ class LogBrowser:
             if mf is None:
                 break
             pos = offset - mf.file_from_offset
-            if pos + 8 > mf.read_position:
+            if pos + 8 > mf.read_position or not mf.hold():
                 break
-            total, magic = _HEAD.unpack_from(mf.mapped, pos)
+            try:
+                total, magic = _HEAD.unpack_from(mf.mapped, pos)
+            finally:
+                mf.release()
             self.records_read += 1
             hops += 1
             out.append(offset)
