@@ -36,6 +36,19 @@ class NotebookUI:
     def prompts(self) -> list[str]:
         return self.panel.locator(".jp-CodeCell .jp-InputPrompt").all_text_contents()
 
+    def wait_for_view(self, testid: str, timeout_ms: int = 30_000):
+        """The first element ``data-testid=testid`` in an output area; on a timeout, fail with
+        what the outputs show instead (a text/plain repr such as ``Counter(value=0)`` means
+        the widget front end -- anywidget's or ipywidgets' lab extension -- did not load)."""
+        view = self.outputs().locator(f"[data-testid='{testid}']").first
+        try:
+            view.wait_for(timeout=timeout_ms)
+        except Exception:  # noqa: BLE001 - replaced by a message that says what is on screen
+            shown = "\n".join(t[:200] for t in self.output_texts())
+            raise AssertionError(f"no [data-testid={testid!r}] rendered in {timeout_ms / 1000:.0f} s; "
+                                 f"the outputs show:\n{shown}") from None
+        return view
+
     def wait_kernel_idle(self, timeout_ms: int = 60_000) -> None:
         """Wait for a real kernel that is idle.
 

@@ -80,8 +80,7 @@ def test_anywidget_counter_in_jupyterlab(page, jupyterlab, snap, page_errors):
                    [COUNTER_CELL, "print('HARNESS' + '-DONE')"])
     nb = open_notebook(page, jupyterlab, "harness_counter.ipynb")
     nb.run_all_cells(done_text="HARNESS-DONE")
-    button = nb.panel.get_by_test_id("counter")
-    button.wait_for(timeout=30_000)
+    button = nb.wait_for_view("counter")
     assert button.text_content() == "count is 0"
     for _ in range(3):
         button.click()

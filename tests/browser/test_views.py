@@ -252,8 +252,9 @@ def test_views_in_jupyterlab(page, jupyterlab, snap, page_errors):
     shutil.copy(NOTEBOOK, jupyterlab.root_dir / NOTEBOOK.name)
     nb = open_notebook(page, jupyterlab, NOTEBOOK.name)
     nb.run_all_cells(timeout_ms=150_000, done_text=DONE)
-    for testid in ("segment-view", "record-view", "put-path-player"):
-        nb.outputs().locator(f"[data-testid='{testid}']").first.wait_for(timeout=30_000)
+    roots = ["segment-view", "record-view", "put-path-player"] + (["store-inspector"] if has_inspector() else [])
+    for testid in roots:
+        nb.wait_for_view(testid)
     snap("rendered")
     check_all(nb.panel, printed(nb.panel), snap)
     assert not page_errors, page_errors
