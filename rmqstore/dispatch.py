@@ -27,7 +27,7 @@ import time
 
 from .errors import CorruptRecordError
 from .layout import BLANK_MAGIC_CODE
-from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, string_to_properties
+from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, parse_properties
 from .record import decode_record
 from .sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 
@@ -78,7 +78,7 @@ def tags_code_of(topic: str, props: dict, store_timestamp: int, delay_levels: di
 
 def dispatch_request(record, delay_levels: dict[int, int]) -> DispatchRequest:
     """The dispatch request of one decoded message record (pure)."""
-    props = string_to_properties(record.properties)
+    props = parse_properties(record.properties)
     return DispatchRequest(record.topic, record.queue_id, record.physical_offset, record.total_size,
                            tags_code_of(record.topic, props, record.store_timestamp, delay_levels),
                            record.store_timestamp, record.queue_offset, props.get(KEYS), props.get(UNIQ_KEY),

@@ -119,13 +119,16 @@ class IndexFile:
         _ENTRY.pack_into(self.buf, entry_pos, key_hash, phy_offset, time_diff, slot_value)
         _I32.pack_into(self.buf, slot_pos, self.index_count)
         if self.index_count <= 1:
-            self._set("begin_phy_offset", phy_offset)
-            self._set("begin_timestamp", store_timestamp)
+            self.begin_phy_offset = phy_offset
+            self.begin_timestamp = store_timestamp
         if slot_value == 0:
-            self._set("hash_slot_count", self.hash_slot_count + 1)
-        self._set("index_count", self.index_count + 1)
-        self._set("end_phy_offset", phy_offset)
-        self._set("end_timestamp", store_timestamp)
+            self.hash_slot_count += 1
+        self.index_count += 1
+        self.end_phy_offset = phy_offset
+        self.end_timestamp = store_timestamp
+        # the header in one write (RocketMQ writes each field as it changes: same bytes)
+        _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset, self.hash_slot_count, self.index_count)
         return True
 
     def is_time_matched(self, begin: int, end: int) -> bool:

