@@ -48,7 +48,7 @@ class TransientStorePool:
         with self._lock:
             buf = self._buffers.popleft() if self._buffers else None
         if buf is not None and len(self._buffers) < self.pool_size * 0.4:
-            log.warning("transient store pool only remain %d sheets", len(self._buffers))
+            log.info("transient store pool only remain %d sheets", len(self._buffers))
         return buf
 
     def return_buffer(self, buf: bytearray) -> None:

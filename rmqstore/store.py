@@ -431,16 +431,44 @@ class MessageStore:
         """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
         return self._put(batch, self.check_messages, self.commit_log.put_messages)
 
+    @property
+    def tracer(self):
+        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
+        return self.commit_log.tracer
+
+    @tracer.setter
+    def tracer(self, value) -> None:
+        self.commit_log.tracer = value
+
     def _put(self, item, check, append) -> PutMessageResult:
         begin = _perf()
-        result = self.check_store_status() or check(item)
+        tr = self.commit_log.tracer
+        if tr is None:
+            result = self.check_store_status() or check(item)
+        else:
+            result = self._traced_checks(tr, item, check)
         if result is None:
             result = append(item)
             if result.status is _PUT_OK:
                 result = self._wait_flush_and_replica(result, item)
         ok = result.status is _PUT_OK
+        if tr is not None:
+            tr.event("put.end", status=result.status.name, message=result.message,
+                     elapsed_ms=(_perf() - begin) * 1000)
         self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
                           (_perf() - begin) * 1000, result.append_result.msg_num if ok else 1)
+        return result
+
+    def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
+        tr.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
+                 topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
+        result = self.check_store_status()
+        tr.event("check.store_status", status=result.status.name if result else "OK",
+                 message=result.message if result else "")
+        if result is None:
+            result = check(item)
+            tr.event("check.message", status=result.status.name if result else "OK",
+                     message=result.message if result else "")
         return result
 
     def async_put_message(self, msg: Message) -> Future:
@@ -469,21 +497,34 @@ class MessageStore:
     def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
         status = _PUT_OK
         cfg = self.config
+        tr = self.commit_log.tracer
         if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             service = self.group_commit_service
             if msg.wait_store_msg_ok:
                 ar = result.append_result
                 req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout)
+                if tr is not None:
+                    tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
+                             timeout_ms=cfg.sync_flush_timeout)
                 service.put_request(req)
                 status = req.wait(cfg.sync_flush_timeout / 1000.0 + 1.0)
             else:
+                if tr is not None:
+                    tr.event("flush.request", mode="group_commit_wakeup", waits=False)
                 service.wakeup()
         elif self.commit_service is not None:
+            if tr is not None:
+                tr.event("flush.request", mode="commit_wakeup", service="CommitRealTimeService")
             self.commit_service.wakeup()
         else:
+            if tr is not None:
+                tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
             self.flush_service.wakeup()
         if status is _PUT_OK:
             status = self._replica_status(msg)
+            if tr is not None:
+                tr.event("replica", role=cfg.broker_role.value, status=status.name,
+                         waits=cfg.broker_role is BrokerRole.SYNC_MASTER and msg.wait_store_msg_ok)
         if status is _PUT_OK:
             return result
         return PutMessageResult(status, result.append_result, {
@@ -532,8 +573,10 @@ class MessageStore:
 
     def do_dispatch(self, req) -> None:
         """Hand one record to the consume queue and the index (CommitLogDispatcher*)."""
+        tr = self.commit_log.tracer
         if builds_consume_queue(req):
             cq = self.find_consume_queue(req.topic, req.queue_id)
+            before = cq.get_max_offset_in_queue() if tr is not None else None
             if cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
                                             req.consume_queue_offset):
                 if self.checkpoint is not None:
@@ -541,8 +584,18 @@ class MessageStore:
             else:
                 log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,
                           req.consume_queue_offset)
+            if tr is not None:
+                tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id,
+                         queue_offset=req.consume_queue_offset, unit=(req.commit_log_offset, req.msg_size,
+                                                                      req.tags_code),
+                         max_offset_before=before, max_offset_after=cq.get_max_offset_in_queue())
+        elif tr is not None:
+            tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id, skipped=True,
+                     reason="prepared/rolled-back transaction records get no consume-queue unit")
         if self.config.message_index_enable:
             self.index_service.build_index(req)
+            if tr is not None:
+                tr.event("dispatch.index", offset=req.commit_log_offset, uniq_key=req.uniq_key, keys=req.keys)
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
         """Block until the reput service has dispatched everything readable (tests, tools)."""
