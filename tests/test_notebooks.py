@@ -49,3 +49,17 @@ def test_tour_prints_the_sample_store():
     assert f"{n_msgs} messages, {n_blanks} blank records" in text
     assert "00000000000000000000  starts at offset        0  size 65,536 bytes" in text
     assert "OrderTopic" in text and "SCHEDULE_TOPIC_XXXX" in text
+
+
+def test_record_layout_prints_fields_record_and_blank():
+    from rmqstore.layout import MESSAGE_FIELDS
+
+    text = outputs_text(execute(ROOT / "notebooks" / "02_record_layout.ipynb"))
+    assert f"{len(MESSAGE_FIELDS)} rows in the table" in text and len(MESSAGE_FIELDS) == 17
+    assert "the spans end at byte 191 == total_size 191" in text
+    assert "decode_record says total_size = 191, bytes read = 191" in text
+    assert "V1 re-encoded equals the bytes on disk: True" in text
+    assert "topic_length bytes 89..91 (2 byte(s))" in text
+    assert "born IPv6  total  203 (+12)" in text and "both IPv6  total  215 (+24)" in text
+    assert "its 8 bytes: 00 00 00 d3 cb d4 31 94" in text
+    assert "BLANK_MAGIC_CODE: True" in text
