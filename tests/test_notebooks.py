@@ -63,3 +63,15 @@ def test_record_layout_prints_fields_record_and_blank():
     assert "born IPv6  total  203 (+12)" in text and "both IPv6  total  215 (+24)" in text
     assert "its 8 bytes: 00 00 00 d3 cb d4 31 94" in text
     assert "BLANK_MAGIC_CODE: True" in text
+
+
+def test_put_path_prints_the_stages_and_the_retry():
+    text = outputs_text(execute(ROOT / "notebooks" / "03_put_path.ipynb"))
+    assert "results: Counter({'PutMessageStatus.PUT_OK': 12})" in text
+    for stage in ("put.begin", "encode", "lock.acquire", "append.record", "position.wrote", "lock.release",
+                  "put.end", "append.blank", "append.retry", "mapped_file.allocated", "dispatch.consume_queue"):
+        assert f"  {stage} " in text, stage
+    assert "END_OF_FILE: the record does not fit; next file" in text
+    assert "blank record at offset 3438: 658 bytes (= 4096 - 3438: True)" in text
+    assert "file  4096: wrote    0 ->  822" in text
+    assert "00000000000000004096  wrote 1788" in text
