@@ -75,3 +75,17 @@ def test_put_path_prints_the_stages_and_the_retry():
     assert "blank record at offset 3438: 658 bytes (= 4096 - 3438: True)" in text
     assert "file  4096: wrote    0 ->  822" in text
     assert "00000000000000004096  wrote 1788" in text
+
+
+def test_mapped_files_prints_positions_rollover_and_pool():
+    text = outputs_text(execute(ROOT / "notebooks" / "04_mapped_files.ipynb"))
+    assert "files before the first put: [] positions: []" in text
+    assert "in the mapped file queue: ['00000000000000000000']" in text
+    assert "pre-created next file 00000000000000004096 on disk: True | size 4096" in text
+    assert "  00000000000000000000  wrote 3500  committed    0" in text
+    assert "PutMessageResult(PUT_OK, offset=4096, bytes=700, queue_offset=5)" in text
+    assert "the 8 bytes at 3500: 00 00 02 54 cb d4 31 94" in text
+    assert "blank record at 3500: total_size 596, magic 0xcbd43194 (BLANK_MAGIC_CODE: True)" in text
+    assert text.count("settled: True") == 2
+    assert "pool off: committed positions [0, 0]" in text
+    assert "pool on : committed positions [4096, 2100]" in text
