@@ -24,7 +24,7 @@ import struct
 from .layout import CONSUME_QUEUE_UNIT
 from .mapped_file_queue import MappedFileQueue
 
-__all__ = ["ConsumeQueue", "CQ_STORE_UNIT_SIZE", "consume_queue_dir", "iter_units"]
+__all__ = ["ConsumeQueue", "CQ_STORE_UNIT_SIZE", "consume_queue_dir", "consume_queue_ids", "iter_units"]
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +36,24 @@ _INT_MAX = 0x7FFFFFFF
 
 def consume_queue_dir(root: str, topic: str, queue_id: int) -> str:
     return os.path.join(root, "consumequeue", topic, str(queue_id))
+
+
+def consume_queue_ids(root: str):
+    """Yield ``(topic, queue_id)`` for every queue directory under ``<root>/consumequeue`` (sorted).
+
+    Only names that are plain ASCII integers count as queue ids (``'²'.isdigit()`` is
+    true in Python, so ``isdigit`` alone would let garbage through to ``int``).
+    """
+    base = os.path.join(root, "consumequeue")
+    if not os.path.isdir(base):
+        return
+    for topic in sorted(os.listdir(base)):
+        tdir = os.path.join(base, topic)
+        if not os.path.isdir(tdir):
+            continue
+        for qid in sorted(os.listdir(tdir)):
+            if qid.isascii() and (qid.isdigit() or (qid[:1] == "-" and qid[1:].isdigit())):
+                yield topic, int(qid)
 
 
 def iter_units(buf, start: int = 0, end: int | None = None):

@@ -33,7 +33,7 @@ from concurrent.futures import Future
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog
-from .consume_queue import ConsumeQueue
+from .consume_queue import ConsumeQueue, consume_queue_ids
 from .dispatch import ReputMessageService, builds_consume_queue
 from .index import IndexService
 from . import recovery
@@ -552,18 +552,9 @@ class MessageStore:
 
     def _load_consume_queues(self) -> None:
         """Map every consume queue on disk (recovery recovers them: rmqstore.recovery)."""
-        base = os.path.join(self.root, "consumequeue")
-        if not os.path.isdir(base):
-            return
-        for topic in sorted(os.listdir(base)):
-            tdir = os.path.join(base, topic)
-            if not os.path.isdir(tdir):
-                continue
-            for qid in sorted(os.listdir(tdir)):
-                if not (qid.isascii() and (qid.isdigit() or (qid[:1] == "-" and qid[1:].isdigit()))) \
-                        or (topic, int(qid)) in self.consume_queue_table:
-                    continue
-                self.find_consume_queue(topic, int(qid)).load()
+        for topic, qid in consume_queue_ids(self.root):
+            if (topic, qid) not in self.consume_queue_table:
+                self.find_consume_queue(topic, qid).load()
 
     def _dispatched_up_to(self) -> int:
         """Where the reput service starts: the end of the furthest message any queue knows."""

@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 import time
 
+from rmqstore.consume_queue import consume_queue_ids
 from rmqstore.errors import CorruptRecordError, StoreError
 from rmqstore.fastscan import walk_segment
 from rmqstore.layout import CONSUME_QUEUE_UNIT
@@ -91,19 +92,10 @@ def _recover_queue_fast(cq) -> None:
 
 
 def _load_queues(store) -> None:
-    base = os.path.join(store.root, "consumequeue")
-    if not os.path.isdir(base):
-        return
-    for topic in sorted(os.listdir(base)):
-        tdir = os.path.join(base, topic)
-        if not os.path.isdir(tdir):
-            continue
-        for qid in sorted(os.listdir(tdir)):
-            if not qid.lstrip("-").isdigit():
-                continue
-            cq = store.find_consume_queue(topic, int(qid))
-            cq.load()
-            _recover_queue_fast(cq)
+    for topic, qid in consume_queue_ids(store.root):
+        cq = store.find_consume_queue(topic, qid)
+        cq.load()
+        _recover_queue_fast(cq)
 
 
 def _is_record_start(files, size: int, offset: int) -> bool:
