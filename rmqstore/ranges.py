@@ -1,0 +1,127 @@
+"""Reading a segment in byte ranges: record boundaries found from anywhere, safely.
+
+A parallel reader (the Spark data source) splits a large segment into byte ranges and
+gives each range to a different task.  A task that starts in the middle of a segment
+does not know where the next record begins.  It finds out from the record itself: a
+candidate position ``p`` is a record start when
+
+* the 4 bytes at ``p + 4`` are a message magic (found with ``bytes.find``, at C speed),
+* the record's own PHYSICALOFFSET field equals ``base + p`` -- eight bytes that must
+  name exactly this position, which bytes inside a body or stale data from another file
+  do not (a stale record from an earlier file names *its* file's offsets),
+* the record is structurally whole (lengths end it at its declared size) and its body
+  CRC is right.
+
+Ownership rule: a range ``[start, end)`` emits exactly the records whose *first byte*
+lies in it; it may read past ``end`` to finish its last record.  Together the ranges of a
+split emit each record once.
+
+The reference they agree with is :func:`read_segment` -- a sequential read from position
+0 that, when it meets bytes that are not a record, reports the damaged region and
+resynchronises at the next record start by the same rule (a scan that stopped at the
+first damage could not be split: a task after the damage cannot know the damage exists).
+A blank record ends the segment; so do eight zero bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .fastscan import RecordSpan, walk_segment
+from .layout import BLANK_MAGIC_CODE
+
+__all__ = ["find_record_start", "read_range", "read_segment", "RangeRead", "split_ranges"]
+
+_MAGICS = (b"\xda\xa3\x20\xa7", b"\xda\xa3\x20\xab")  # V1, V2
+
+
+@dataclass
+class RangeRead:
+    """What one range (or a whole segment) yielded."""
+
+    records: list[RecordSpan] = field(default_factory=list)
+    damaged: list[tuple[int, int]] = field(default_factory=list)  # physical [from, to) skipped
+    end: int = 0  # physical offset where reading stopped
+
+
+def _is_record_at(buf, base: int, p: int) -> RecordSpan | None:
+    if p < 0 or p + 36 > len(buf) or int.from_bytes(buf[p + 28:p + 36], "big", signed=True) != base + p:
+        return None
+    total = int.from_bytes(buf[p:p + 4], "big", signed=True)
+    if total < 91 or p + total > len(buf):
+        return None
+    w = walk_segment(buf, base, start=p, end=p + total, keep_spans=True)  # this one record only
+    if not w.spans or w.spans[0].offset != base + p or w.spans[0].crc_ok is False:
+        return None
+    return w.spans[0]
+
+
+def find_record_start(buf, base: int, pos: int, limit: int | None = None) -> int | None:
+    """The first position ``>= pos`` (and ``< limit``) where a valid record starts, or None."""
+    limit = len(buf) if limit is None else min(limit, len(buf))
+    best = None
+    for magic in _MAGICS:
+        q = pos + 4
+        while True:
+            i = buf.find(magic, q, limit + 4)
+            if i < 0 or (best is not None and i - 4 >= best):
+                break
+            if _is_record_at(buf, base, i - 4) is not None:
+                best = i - 4
+                break
+            q = i + 1
+    return best
+
+
+def _segment_end_kind(buf, p: int) -> str | None:
+    """'blank' or 'unwritten' when position ``p`` ends the segment, else None."""
+    if p + 8 > len(buf):
+        return "end"
+    total = int.from_bytes(buf[p:p + 4], "big", signed=True)
+    magic = int.from_bytes(buf[p + 4:p + 8], "big", signed=True)
+    if magic == BLANK_MAGIC_CODE and total == len(buf) - p:
+        return "blank"
+    if total == 0 and magic == 0:
+        return "unwritten"
+    return None
+
+
+def read_range(buf, base: int, start: int, end: int) -> RangeRead:
+    """Records of segment ``buf`` (first byte at physical ``base``) that start in ``[start, end)``."""
+    out = RangeRead()
+    p = start if start == 0 else find_record_start(buf, base, start)
+    # a range that starts inside the damaged region before a real start must not claim it
+    while p is not None and p < end:
+        w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True)
+        for span in w.spans:
+            if span.offset - base >= end:
+                out.end = span.offset
+                return out
+            if span.crc_ok is False:  # a record with a bad body CRC is damage, not a record
+                nxt = find_record_start(buf, base, span.offset - base + 1)
+                out.damaged.append((span.offset, base + nxt if nxt is not None else base + len(buf)))
+                p = nxt
+                break
+            out.records.append(span)
+        else:
+            q = w.end - base
+            if w.stop in ("blank", "unwritten", "end_of_file") and _segment_end_kind(buf, q) is not None:
+                out.end = w.end
+                return out
+            nxt = find_record_start(buf, base, q + 1)
+            if q < end:
+                out.damaged.append((w.end, base + nxt if nxt is not None else base + len(buf)))
+            p = nxt
+    out.end = base + (p if p is not None else len(buf))
+    return out
+
+
+def read_segment(buf, base: int) -> RangeRead:
+    """The whole segment read sequentially, resynchronising past damage (the reference)."""
+    return read_range(buf, base, 0, len(buf))
+
+
+def split_ranges(size: int, parts: int) -> list[tuple[int, int]]:
+    """``parts`` contiguous byte ranges covering ``[0, size)``."""
+    step = -(-size // parts)
+    return [(s, min(s + step, size)) for s in range(0, size, step)]

@@ -1,0 +1,81 @@
+"""Any split of a segment into byte ranges yields exactly the records of a whole sequential read."""
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES
+from rmqstore import Message, MessageStore, StoreConfig
+from rmqstore.ranges import find_record_start, read_range, read_segment, split_ranges
+from rmqstore.scan import CommitLogScan
+
+SEG = 65536
+
+
+@pytest.fixture(scope="module")
+def segments(tmp_path_factory):
+    """Segments written by our engine: random body sizes, blanks at every file end."""
+    root = tmp_path_factory.mktemp("ranges")
+    rng = random.Random(7)
+    with MessageStore(root, StoreConfig(mapped_file_size_commit_log=SEG)) as store:
+        for i in range(400):
+            body = bytes(rng.randrange(256) for _ in range(rng.choice([0, 10, 300, 1500, 5000])))
+            assert store.put_message(Message("RangeTopic", body, queue_id=i % 3, properties=f"KEYS\x01k{i}",
+                                             born_host="192.0.2.1:1")).ok
+    files = sorted((root / "commitlog").iterdir())
+    return [(int(p.name), p.read_bytes()) for p in files]
+
+
+def offsets(read):
+    return [(s.offset, s.total_size) for s in read.records]
+
+
+def test_sequential_read_equals_the_scan_on_every_fixture():
+    for name in ("basic", "boundary", "txn_delay", "flush_tsp"):
+        root = FIXTURES / name / "store"
+        expected = [(o, r.total_size) for o, r in CommitLogScan(root) if hasattr(r, "topic")]
+        got = []
+        for p in sorted((root / "commitlog").iterdir()):
+            read = read_segment(p.read_bytes(), int(p.name))
+            assert not read.damaged, (name, p.name, read.damaged)
+            got += offsets(read)
+        assert got == expected, name
+
+
+def test_stale_records_after_a_blank_are_not_records():
+    """flush_tsp's blank tails hold whole records of an earlier file: their offsets give them away."""
+    root = FIXTURES / "flush_tsp" / "store" / "commitlog"
+    for p in sorted(root.iterdir()):
+        buf = p.read_bytes()
+        read = read_segment(buf, int(p.name))
+        tail_start = (read.records[-1].offset - int(p.name) + read.records[-1].total_size) if read.records else 0
+        assert find_record_start(buf, int(p.name), tail_start + 1) is None
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+@example(data=None)
+def test_any_split_yields_the_sequential_records(segments, data):
+    if data is None:  # pinned: the first segment in 7 ranges, no damage
+        base, buf = segments[0]
+        cuts = [s for s, _ in split_ranges(len(buf), 7)][1:]
+        damage = []
+    else:
+        base, buf = segments[data.draw(st.integers(0, len(segments) - 1))]
+        cuts = sorted(set(data.draw(st.lists(st.integers(1, len(buf) - 1), max_size=12))))
+        damage = data.draw(st.lists(st.tuples(st.integers(0, len(buf) - 1), st.integers(1, 3000)), max_size=5))
+    raw = bytearray(buf)
+    for at, n in damage:  # corrupted regions: overwrite with noise
+        raw[at:at + n] = os.urandom(min(n, len(raw) - at))
+    buf = bytes(raw)
+    whole = read_segment(buf, base)
+    bounds = [0] + cuts + [len(buf)]
+    parts = []
+    for s, e in zip(bounds, bounds[1:]):
+        parts += offsets(read_range(buf, base, s, e))
+    assert parts == offsets(whole)
+    if not damage:
+        assert not whole.damaged and whole.records  # an undamaged segment reads clean
