@@ -7,7 +7,11 @@ this directory on ``sys.path``).
 
 from __future__ import annotations
 
+import io
 import json
+import os
+import subprocess
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -62,3 +66,28 @@ def commitlog_records(name: str, store: str = "store") -> tuple:
     for base, data in commitlog_files(name, store):
         out.extend(walk_file(data, base))
     return tuple(out)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def run_cli(argv, stdin: bytes = b""):
+    """Run ``rmqstore`` in-process: ``(exit code, stdout text, stderr text)``."""
+    from rmqstore import cli
+
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main([str(a) for a in argv], stdin=io.BytesIO(stdin), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def pipe_dump_load(fixture: str, target: Path, timeout: float = 120) -> None:
+    """``python -m rmqstore.cli dump FIXTURE/store --json | python -m rmqstore.cli load TARGET --like FIXTURE``."""
+    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    dump = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "dump", str(FIXTURES / fixture / "store"),
+                             "--json"], stdout=subprocess.PIPE, cwd=REPO, env=env)
+    load = subprocess.run([sys.executable, "-m", "rmqstore.cli", "load", str(target), "--like",
+                           str(FIXTURES / fixture)], stdin=dump.stdout, capture_output=True, cwd=REPO,
+                          env=env, timeout=timeout)
+    dump.stdout.close()
+    assert dump.wait(timeout=60) == 0
+    assert load.returncode == 0, load.stderr

@@ -21,17 +21,13 @@ flush_async, flush_sync, flush_tsp):
 
 from __future__ import annotations
 
-import io
-import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, PUT_FIXTURES, manifest
+from conftest import FIXTURES, PUT_FIXTURES, manifest, pipe_dump_load, run_cli
 
-from rmqstore import cli, open_store
+from rmqstore import open_store
 from rmqstore.config import BrokerRole, StoreConfig
 from rmqstore.crc import crc32
 from rmqstore.dispatch import tags_code_of
@@ -44,7 +40,6 @@ from rmqstore.store import MessageStore
 from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE,
                               TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
-REPO = Path(__file__).resolve().parent.parent
 NAMES = PUT_FIXTURES  # basic, boundary, txn_delay, flush_async, flush_sync, flush_tsp
 WHICH = ("reloaded", "original")
 READ_CASES = [(n, w) for n in NAMES for w in WHICH]
@@ -53,12 +48,6 @@ READ_IDS = [f"{n}-{w}" for n, w in READ_CASES]
 #: within the stores' lifetime), and maxNum is capped by maxMsgsNumBatch (64) anyway
 QUERY_MAX, QUERY_BEGIN, QUERY_END = 64, 0, 2**63 - 1
 _DELAY_LEVELS = StoreConfig().delay_level_table()
-
-
-def run_cli(argv, stdin: bytes = b""):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([str(a) for a in argv], stdin=io.BytesIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def dump_and_load(name: str, target: Path) -> None:
@@ -111,16 +100,8 @@ def test_index_files_identical(name, reloaded):
 
 def test_dump_load_as_a_pipe(tmp_path):
     """The done-means command line, literally: two processes and a pipe (fixture ``basic``)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     target = tmp_path / "piped"
-    dump = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "dump", str(FIXTURES / "basic" / "store"),
-                             "--json"], stdout=subprocess.PIPE, cwd=REPO, env=env)
-    load = subprocess.run([sys.executable, "-m", "rmqstore.cli", "load", str(target), "--like",
-                           str(FIXTURES / "basic")], stdin=dump.stdout, capture_output=True, cwd=REPO,
-                          env=env, timeout=120)
-    dump.stdout.close()
-    assert dump.wait(timeout=60) == 0
-    assert load.returncode == 0, load.stderr
+    pipe_dump_load("basic", target)
     theirs = FIXTURES / "basic" / "store"
     assert files_under(target / "consumequeue") == files_under(theirs / "consumequeue")
     for rel in files_under(theirs / "consumequeue"):

@@ -15,32 +15,21 @@ Done means, for every fixture store (and both halves of ``crash``):
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import subprocess
-import sys
 from functools import lru_cache
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, PUT_FIXTURES, manifest
+from conftest import FIXTURES, PUT_FIXTURES, manifest, pipe_dump_load, run_cli
 
-from rmqstore import cli
 from rmqstore.record import Address
 from rmqstore.scan import CommitLogScan
 
-REPO = Path(__file__).resolve().parent.parent
 
 #: (fixture, store folder) of every store written by RocketMQ
 CASES = [(name, "store") for name in PUT_FIXTURES] + [("crash", "store"), ("crash", "recovered_store")]
 CASE_IDS = [f"{n}/{s}" for n, s in CASES]
-
-
-def run_cli(argv, stdin: bytes = b""):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([str(a) for a in argv], stdin=io.BytesIO(stdin), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @lru_cache(maxsize=None)
@@ -257,16 +246,8 @@ def test_renumber(tmp_path):
 
 def test_cli_as_a_pipe(tmp_path):
     """``python -m rmqstore.cli dump ... | python -m rmqstore.cli load ...``"""
-    env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     target = tmp_path / "piped"
-    dump = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "dump", str(FIXTURES / "boundary" / "store"),
-                             "--json"], stdout=subprocess.PIPE, cwd=REPO, env=env)
-    load = subprocess.run([sys.executable, "-m", "rmqstore.cli", "load", str(target), "--like",
-                           str(FIXTURES / "boundary")], stdin=dump.stdout, capture_output=True, cwd=REPO,
-                          env=env, timeout=60)
-    dump.stdout.close()
-    assert dump.wait(timeout=60) == 0
-    assert load.returncode == 0, load.stderr
+    pipe_dump_load("boundary", target)
     for p in (FIXTURES / "boundary" / "store" / "commitlog").iterdir():
         assert (target / "commitlog" / p.name).read_bytes() == p.read_bytes(), p.name
 
