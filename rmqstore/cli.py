@@ -510,7 +510,7 @@ def _elide(text: str, width: int = 48) -> str:
 def _open_read_only(path: str):
     """open_store(read_only=True) with the CLI's error wording."""
     from .store import open_store
-    from .verify import resolve_store_root
+    from .store_dir import resolve_store_root
 
     try:
         root = resolve_store_root(path)
@@ -818,7 +818,8 @@ def _verify_arguments(p: argparse.ArgumentParser) -> None:
 
 def _verify(args: argparse.Namespace, io: Streams) -> int:
     from .store import open_store
-    from .verify import resolve_store_root, verify
+    from .store_dir import resolve_store_root
+    from .verify import verify
 
     try:
         root = resolve_store_root(args.store)

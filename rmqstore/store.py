@@ -662,13 +662,9 @@ def open_store(path, read_only: bool = True, config: StoreConfig | None = None) 
     locks or deletes anything; ``close()`` it when done.  With ``read_only=False`` the
     store is loaded (recovered) and started for writing.
     """
-    from .store_dir import infer_config
+    from .store_dir import infer_config, resolve_store_root
 
-    root = str(path)
-    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
-        root = os.path.join(root, "store")  # a fixture directory: <name>/store
-    if not os.path.isdir(root):
-        raise StoreError(f"{root}: no such store directory")
+    root = resolve_store_root(path)
     config = config or infer_config(root)
     store = MessageStore(root, config, read_only=read_only)
     store.load()

@@ -19,7 +19,19 @@ from dataclasses import replace
 from .config import StoreConfig
 from .errors import StoreError
 
-__all__ = ["infer_config", "commitlog_segment_size", "consume_queue_file_size", "index_dimensions"]
+__all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "consume_queue_file_size", "index_dimensions"]
+
+
+def resolve_store_root(path) -> str:
+    """The store root of ``path``: itself, or ``path/store`` for a fixture folder (a fixture: <name>/store)."""
+    root = os.fspath(path)
+    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
+        root = os.path.join(root, "store")
+    if not os.path.exists(root):
+        raise StoreError(f"{root}: no such store directory")
+    if not os.path.isdir(root):
+        raise StoreError(f"{root}: not a directory")
+    return root
 
 
 def _digit_files(path: str) -> list[str]:

@@ -93,15 +93,16 @@ from .checkpoint import read_checkpoint
 from .config import StoreConfig
 from .crc import crc32
 from .dispatch import tags_code_of
-from .errors import CorruptRecordError, RmqStoreError, StoreError
+from .errors import CorruptRecordError, RmqStoreError
 from .index import index_key_hash
 from .layout import CHECKPOINT_FILE_SIZE, INDEX_ENTRY, INDEX_HEADER
 from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
 from .record import BlankRecord, decode_record
+from .store_dir import resolve_store_root
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE,
                       TRANSACTION_ROLLBACK_TYPE)
 
-__all__ = ["Problem", "VerifyReport", "verify", "KINDS", "ERROR", "WARNING", "resolve_store_root"]
+__all__ = ["Problem", "VerifyReport", "verify", "KINDS", "ERROR", "WARNING"]
 
 ERROR = "error"
 WARNING = "warning"
@@ -244,18 +245,6 @@ class VerifyReport:
             "problems": [p.to_dict() for p in self.problems],
             "suppressed": dict(self.suppressed),
         }
-
-
-def resolve_store_root(path) -> str:
-    """The store root of ``path``: itself, or ``path/store`` for a fixture folder (as open_store)."""
-    root = os.fspath(path)
-    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
-        root = os.path.join(root, "store")
-    if not os.path.exists(root):
-        raise StoreError(f"{root}: no such store directory")
-    if not os.path.isdir(root):
-        raise StoreError(f"{root}: not a directory")
-    return root
 
 
 # -- sizes ------------------------------------------------------------------------------------

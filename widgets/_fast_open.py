@@ -24,12 +24,12 @@ locked or written.  What it does not do is check the records in between: ``rmqst
 
 from __future__ import annotations
 
-import os
 import time
 
 from rmqstore.consume_queue import consume_queue_ids
-from rmqstore.errors import CorruptRecordError, StoreError
+from rmqstore.errors import CorruptRecordError
 from rmqstore.fastscan import walk_segment
+from rmqstore.store_dir import resolve_store_root
 from rmqstore.layout import CONSUME_QUEUE_UNIT
 from rmqstore.record import MessageRecord, decode_record
 
@@ -42,15 +42,6 @@ _ZERO8 = bytes(8)
 
 class FastOpenInfo(dict):
     """How the end of the log was found: ``end``, ``source``, ``walked_records``, ``seconds``..."""
-
-
-def _resolve_root(path) -> str:
-    root = str(path)
-    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
-        root = os.path.join(root, "store")
-    if not os.path.isdir(root):
-        raise StoreError(f"{root}: no such store directory")
-    return root
 
 
 def _valid_unit(buf, pos: int) -> tuple[int, int] | None:
@@ -152,7 +143,7 @@ def open_fast(path, config=None):
     from rmqstore.store_dir import infer_config
 
     t0 = time.perf_counter()
-    root = _resolve_root(path)
+    root = resolve_store_root(path)
     config = config or infer_config(root)
     store = MessageStore(root, config, read_only=True)
     info = FastOpenInfo(walked_records=0, candidates={}, source="")
