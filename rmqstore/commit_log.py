@@ -35,12 +35,12 @@ from .crc import crc32
 from .crc import raw_crc32 as _crc32
 from .errors import LayoutError
 from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
-                     MESSAGE_MAGIC_CODE, PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION,
+                     MESSAGE_MAGIC_CODE, QUEUE_OFFSET_POSITION,
                      message_header_struct, store_timestamp_position)
 from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
 from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
-from .record import Address, MAX_TOPIC_BYTES_V1, create_message_id
+from .record import Address, MAX_TOPIC_BYTES_V1
 from .trace import file_positions
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .sysflag import (BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_COMMIT_TYPE,

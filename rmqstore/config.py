@@ -7,7 +7,7 @@ tiny (tests use 64 KiB commitlog files to force rollovers, as RocketMQ's own tes
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 __all__ = ["FlushDiskType", "BrokerRole", "StoreConfig"]
 

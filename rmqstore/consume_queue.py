@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 
 from .layout import CONSUME_QUEUE_UNIT
 from .mapped_file_queue import MappedFileQueue

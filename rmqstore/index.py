@@ -32,7 +32,6 @@ import time
 
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER
-from .mapped_file import MappedFile
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 

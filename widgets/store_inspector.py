@@ -41,7 +41,7 @@ from rmqstore import record as _record
 
 from ._assets import css, esm
 from ._common import FIELD_TABLE, fmt_ms, i64
-from ._fast_open import boundary_hint, cq_last_before, open_fast
+from ._fast_open import boundary_hint, open_fast
 from .record_view import store_record_details
 from .segment_view import segment_rows, _pack
 
