@@ -91,3 +91,57 @@ def pipe_dump_load(fixture: str, target: Path, timeout: float = 120) -> None:
     dump.stdout.close()
     assert dump.wait(timeout=60) == 0
     assert load.returncode == 0, load.stderr
+
+
+# --- notebooks: each executed once per session, however many test modules check it -------------
+
+NOTEBOOKS_DIR = REPO / "notebooks"
+
+
+@lru_cache(maxsize=None)
+def executed_notebook(name: str):
+    """``notebooks/<name>`` executed top to bottom in a real kernel (cached for the session)."""
+    import nbclient
+    import nbformat
+
+    path = NOTEBOOKS_DIR / name
+    nb = nbformat.read(path, as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
+                                     resources={"metadata": {"path": str(path.parent)}})
+    client.execute()
+    return nb
+
+
+def notebook_text(name: str) -> str:
+    """Everything the executed notebook printed (streams and ``text/plain`` results), joined."""
+    parts = []
+    for cell in executed_notebook(name).cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                parts.append(out["text"])
+            elif "data" in out and "text/plain" in out["data"]:
+                parts.append(out["data"]["text/plain"])
+    return "".join(parts)
+
+
+# --- Spark: one local session for every Spark test module -----------------------------------------
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """A ``local[2]`` SparkSession with the rmqstore data sources registered (skips without PySpark)."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    from pyspark.sql import SparkSession
+
+    from rmqstore.spark import register
+
+    session = (SparkSession.builder.master("local[2]").appName("rmqstore-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    yield session
+    session.stop()

@@ -1,38 +1,20 @@
 """Every teaching notebook executes top to bottom in a real kernel, and prints what it teaches."""
 
-from pathlib import Path
 
 import pytest
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+from conftest import NOTEBOOKS_DIR, executed_notebook, notebook_text  # noqa: E402
 
-
-def execute(path: Path):
-    nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
-    return nb
-
-
-def outputs_text(nb) -> str:
-    parts = []
-    for cell in nb.cells:
-        for out in cell.get("outputs", []):
-            if out.get("output_type") == "stream":
-                parts.append(out["text"])
-            elif "data" in out and "text/plain" in out["data"]:
-                parts.append(out["data"]["text/plain"])
-    return "".join(parts)
+ROOT = NOTEBOOKS_DIR.parent
+NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_executes(path):
-    nb = execute(path)
+    nb = executed_notebook(path.name)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors
 
@@ -41,7 +23,7 @@ def test_tour_prints_the_sample_store():
     import rmqstore
     from rmqstore.scan import CommitLogScan
 
-    text = outputs_text(execute(ROOT / "notebooks" / "01_tour.ipynb"))
+    text = notebook_text("01_tour.ipynb")
     scan = CommitLogScan(ROOT / "data" / "sample_store")
     records = list(scan)
     n_msgs = sum(isinstance(r, rmqstore.MessageRecord) for _, r in records)
@@ -54,7 +36,7 @@ def test_tour_prints_the_sample_store():
 def test_record_layout_prints_fields_record_and_blank():
     from rmqstore.layout import MESSAGE_FIELDS
 
-    text = outputs_text(execute(ROOT / "notebooks" / "02_record_layout.ipynb"))
+    text = notebook_text("02_record_layout.ipynb")
     assert f"{len(MESSAGE_FIELDS)} rows in the table" in text and len(MESSAGE_FIELDS) == 17
     assert "the spans end at byte 191 == total_size 191" in text
     assert "decode_record says total_size = 191, bytes read = 191" in text
@@ -66,7 +48,7 @@ def test_record_layout_prints_fields_record_and_blank():
 
 
 def test_put_path_prints_the_stages_and_the_retry():
-    text = outputs_text(execute(ROOT / "notebooks" / "03_put_path.ipynb"))
+    text = notebook_text("03_put_path.ipynb")
     assert "results: Counter({'PutMessageStatus.PUT_OK': 12})" in text
     for stage in ("put.begin", "encode", "lock.acquire", "append.record", "position.wrote", "lock.release",
                   "put.end", "append.blank", "append.retry", "mapped_file.allocated", "dispatch.consume_queue"):
@@ -78,7 +60,7 @@ def test_put_path_prints_the_stages_and_the_retry():
 
 
 def test_mapped_files_prints_positions_rollover_and_pool():
-    text = outputs_text(execute(ROOT / "notebooks" / "04_mapped_files.ipynb"))
+    text = notebook_text("04_mapped_files.ipynb")
     assert "files before the first put: [] positions: []" in text
     assert "in the mapped file queue: ['00000000000000000000']" in text
     assert "pre-created next file 00000000000000004096 on disk: True | size 4096" in text

@@ -12,21 +12,6 @@ from rmqstore.scan import CommitLogScan  # noqa: E402
 STORES = [FIXTURES / n / "store" for n in ("basic", "boundary", "txn_delay", "flush_tsp", "crash")]
 
 
-@pytest.fixture(scope="session")
-def spark():
-    from pyspark.sql import SparkSession
-
-    from rmqstore.spark import register
-
-    session = (SparkSession.builder.master("local[2]").appName("rmqstore-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
-    session.sparkContext.setLogLevel("ERROR")
-    register(session)
-    yield session
-    session.stop()
-
-
 def dump_rows(store):
     rows = {}
     for offset, rec in CommitLogScan(store):
