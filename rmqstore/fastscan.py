@@ -54,7 +54,7 @@ class SegmentWalk:
     bytes_in_records: int = 0
     blank_at: int | None = None  # physical offset of the blank record, if any
     end: int = 0  # physical offset where the walk stopped
-    stop: str = ""  # 'blank', 'unwritten', 'end_of_file', 'corrupt'
+    stop: str = ""  # 'blank', 'unwritten', 'end_of_file', 'corrupt', 'stop_at'
     reason: str = ""
     crc_failures: list[int] = field(default_factory=list)  # physical offsets
     offset_mismatches: list[int] = field(default_factory=list)  # physical offsets
@@ -62,13 +62,17 @@ class SegmentWalk:
 
 
 def walk_segment(buf, base: int, *, start: int = 0, end: int | None = None, check_crc: bool = True,
-                 keep_spans: bool = False) -> SegmentWalk:
+                 keep_spans: bool = False, stop_at: int | None = None) -> SegmentWalk:
     """Walk records of ``buf`` (one segment whose first byte is at physical ``base``).
 
     Starts at ``start`` (a record boundary) and stops at a blank, at 8 zero bytes, at
     ``end`` (default: the buffer end) or at the first bytes that are not a record.
+    ``stop_at`` (a position in ``buf``) stops the walk *before* the first record that
+    starts at or past it (``stop == 'stop_at'``): a record starting before it is still
+    read whole, even when it ends past it -- the rule of a byte-range reader.
     """
     limit = len(buf) if end is None else min(end, len(buf))
+    stop = limit if stop_at is None else min(stop_at, limit)
     walk = SegmentWalk(base=base, spans=[] if keep_spans else None)
     unpack_head = _HEAD.unpack_from
     unpack_i32 = _I32.unpack_from
@@ -82,6 +86,10 @@ def walk_segment(buf, base: int, *, start: int = 0, end: int | None = None, chec
     spans = walk.spans
     try:
         while True:
+            if pos >= stop:
+                walk.stop, walk.reason = ("stop_at", "reached stop_at") if pos < limit else \
+                    ("end_of_file", "reached the end of the segment")
+                break
             if pos + 8 > limit:
                 walk.stop, walk.reason = "end_of_file", "reached the end of the segment"
                 break

@@ -63,7 +63,8 @@ def find_record_start(buf, base: int, pos: int, limit: int | None = None) -> int
     for magic in _MAGICS:
         q = pos + 4
         while True:
-            i = buf.find(magic, q, limit + 4)
+            # a later candidate than the best one so far cannot win: search only up to it
+            i = buf.find(magic, q, limit + 4 if best is None else min(limit, best) + 7)
             if i < 0 or (best is not None and i - 4 >= best):
                 break
             if _is_record_at(buf, base, i - 4) is not None:
@@ -87,16 +88,21 @@ def _segment_end_kind(buf, p: int) -> str | None:
 
 
 def read_range(buf, base: int, start: int, end: int) -> RangeRead:
-    """Records of segment ``buf`` (first byte at physical ``base``) that start in ``[start, end)``."""
+    """Records of segment ``buf`` (first byte at physical ``base``) that start in ``[start, end)``.
+
+    Reads only as far as it must: up to the first record start at or past ``end`` (its own
+    last record is finished whatever its size), so the ranges of a split read the segment
+    about once between them.  Only damage that *begins* inside the range is followed to
+    the next record start, to report its extent.  ``RangeRead.end`` is where the range
+    stopped: the first position at or past ``end`` that the next range owns, or the end
+    of the written part of the segment.
+    """
     out = RangeRead()
     p = start if start == 0 else find_record_start(buf, base, start)
     # a range that starts inside the damaged region before a real start must not claim it
     while p is not None and p < end:
-        w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True)
+        w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True, stop_at=end)
         for span in w.spans:
-            if span.offset - base >= end:
-                out.end = span.offset
-                return out
             if span.crc_ok is False:  # a record with a bad body CRC is damage, not a record
                 nxt = find_record_start(buf, base, span.offset - base + 1)
                 out.damaged.append((span.offset, base + nxt if nxt is not None else base + len(buf)))
@@ -105,12 +111,14 @@ def read_range(buf, base: int, start: int, end: int) -> RangeRead:
             out.records.append(span)
         else:
             q = w.end - base
+            if w.stop == "stop_at" or q >= end:
+                out.end = w.end
+                return out
             if w.stop in ("blank", "unwritten", "end_of_file") and _segment_end_kind(buf, q) is not None:
                 out.end = w.end
                 return out
             nxt = find_record_start(buf, base, q + 1)
-            if q < end:
-                out.damaged.append((w.end, base + nxt if nxt is not None else base + len(buf)))
+            out.damaged.append((w.end, base + nxt if nxt is not None else base + len(buf)))
             p = nxt
     out.end = base + (p if p is not None else len(buf))
     return out

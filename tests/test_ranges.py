@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from rmqstore import Message, MessageStore, StoreConfig
+from rmqstore.fastscan import walk_segment
 from rmqstore.ranges import find_record_start, read_range, read_segment, split_ranges
 from rmqstore.scan import CommitLogScan
 
@@ -79,3 +80,52 @@ def test_any_split_yields_the_sequential_records(segments, data):
     assert parts == offsets(whole)
     if not damage:
         assert not whole.damaged and whole.records  # an undamaged segment reads clean
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_cuts_at_record_starts_one_byte_ranges_and_damage_across_a_cut(segments, data):
+    """The edges of the bounded read: a range ending exactly where a record starts (or one
+    byte either side), ranges of a single byte, and damage that straddles a range's end."""
+    base, buf = segments[data.draw(st.integers(0, len(segments) - 1))]
+    starts = [s.offset - base for s in read_segment(buf, base).records]
+    picked = data.draw(st.lists(st.sampled_from(starts[1:]), min_size=1, max_size=8))
+    cuts = set()
+    for s in picked:
+        cuts.update(c for c in (s - 1, s, s + 1, s + 2) if 0 < c < len(buf))  # 1-byte ranges around a start
+    raw = bytearray(buf)
+    if data.draw(st.booleans()):  # damage from just before a cut to just after it
+        at = data.draw(st.sampled_from(sorted(cuts)))
+        lo, hi = max(0, at - data.draw(st.integers(1, 200))), min(len(raw), at + data.draw(st.integers(1, 200)))
+        raw[lo:hi] = os.urandom(hi - lo)
+    buf = bytes(raw)
+    bounds = [0] + sorted(cuts) + [len(buf)]
+    parts = []
+    for s, e in zip(bounds, bounds[1:]):
+        parts += offsets(read_range(buf, base, s, e))
+    assert parts == offsets(read_segment(buf, base))
+
+
+def test_a_split_reads_each_record_about_once(segments, monkeypatch):
+    """Bounded: the ranges of a split walk each record once, plus at most one record per
+    range (the first start found at or past its end), not the rest of the segment each."""
+    import rmqstore.ranges as ranges
+
+    walked = []
+
+    def counting_walk(*args, **kwargs):
+        w = walk_segment(*args, **kwargs)
+        walked.append(w.records)
+        return w
+
+    monkeypatch.setattr(ranges, "walk_segment", counting_walk)
+    base, buf = segments[0]
+    total = len(read_segment(buf, base).records)
+    for parts in (2, 7, 40):
+        walked.clear()
+        got = []
+        for s, e in split_ranges(len(buf), parts):
+            got += read_range(buf, base, s, e).records
+        assert len(got) == total
+        # one-record walks come from find_record_start's candidate checks (one per range start)
+        assert sum(walked) <= total + 2 * parts, (parts, sum(walked), total)
