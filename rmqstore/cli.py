@@ -38,6 +38,11 @@ an ``add_arguments(parser)`` and a ``run(args, io) -> exit code`` and registerin
     file, allowed), 1 when damage is found, 2 for usage errors.  A store too damaged to
     open is still examined.
 
+``rmqstore site [--out DIR] [--notebooks PATH ...] [--no-execute]``
+    Executes every notebook and writes a static HTML site (default ``site/``): one page per
+    notebook with its views working without a kernel, and an ``index.html``
+    (:mod:`rmqstore.widgets.site`).
+
 inspect, msg and verify open the store with ``open_store(read_only=True)`` and close it;
 they never write.  Human output uses rich tables when stdout is a terminal and plain
 aligned text otherwise.
@@ -861,6 +866,27 @@ def _print_verify(out: _Out, report) -> None:
         out.line("not listed: " + ", ".join(f"{n} more {k}" for k, n in sorted(r.suppressed.items())))
 
 
+# -- site ---------------------------------------------------------------------------------------
+
+def _site_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--out", default="site", help="output directory (default: site/)")
+    p.add_argument("--notebooks", nargs="+", metavar="PATH",
+                   help="a directory of notebooks or notebook files, in order (default: notebooks/)")
+    p.add_argument("--no-execute", action="store_true", help="export the saved outputs without running")
+    p.add_argument("--timeout", type=_positive_int, default=600, help="seconds per cell (default: 600)")
+
+
+def _site(args: argparse.Namespace, io: Streams) -> int:
+    from rmqstore.widgets.site import build_site  # Jupyter imports only for this command
+
+    site = build_site(args.out, args.notebooks, execute=not args.no_execute, timeout=args.timeout,
+                      progress=io.stderr_is_tty)
+    for page in site.pages:
+        io.stdout.write(f"{page.html_path}  {page.title}  ({page.seconds:.1f} s)\n")
+    io.stdout.write(f"{site.index}\n")
+    return EXIT_OK
+
+
 # -- the command table -----------------------------------------------------------------------
 
 COMMANDS: dict[str, Command] = {
@@ -871,6 +897,8 @@ COMMANDS: dict[str, Command] = {
     "msg": Command("show one message by msgId, key or commitlog offset (read-only)", _msg_arguments, _msg),
     "verify": Command("check every commitlog record, consume-queue unit and index entry (read-only); "
                       "exit 1 when damage is found", _verify_arguments, _verify),
+    "site": Command("build the documentation site: every notebook executed, its views working with no kernel",
+                    _site_arguments, _site),
 }
 
 
