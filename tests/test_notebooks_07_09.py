@@ -1,0 +1,116 @@
+"""Notebooks 07-09 print the internals they teach, and the values are right.
+
+Each notebook runs once per session (``conftest.executed_notebook``); the expectations here
+are computed independently: the same workload put in-process into a fresh store (notebook
+07's writer), the RocketMQ fixture manifests, and the engine's own consume queues and
+lookups over the stores in ``data/``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("nbformat")
+pytest.importorskip("nbclient")
+
+from conftest import FIXTURES, NOTEBOOKS_DIR, manifest, notebook_text  # noqa: E402
+
+from rmqstore import Message, MessageStore, StoreConfig  # noqa: E402
+from rmqstore.layout import message_length  # noqa: E402
+
+ROOT = NOTEBOOKS_DIR.parent
+SEG_07 = 8192
+
+
+# -- 07: crash and recovery --------------------------------------------------------------------
+def _writer_puts(tmp_path) -> list[tuple[int, int, str, int, int]]:
+    """Notebook 07's writer workload put in-process: ``(offset, size, topic, queue id, queue offset)``."""
+    cfg = StoreConfig(mapped_file_size_commit_log=SEG_07, mapped_file_size_consume_queue=20 * 64,
+                      max_hash_slot_num=64, max_index_num=256, flush_disk_type="ASYNC_FLUSH",
+                      store_host="198.51.100.7:10911", message_index_enable=False)
+    out = []
+    with MessageStore(tmp_path / "store", cfg) as store:
+        for i in range(120):
+            msg = Message(f"Crash{'AB'[i % 2]}", (b"order-%03d " % i) * (5 + i % 40), queue_id=i % 3,
+                          properties=f"KEYS\x01k{i}\x02TAGS\x01T{i % 4}", born_host="192.0.2.60:46000",
+                          born_timestamp=1_794_999_999_000 + i)
+            r = store.put_message(msg).append_result
+            out.append((r.wrote_offset, r.wrote_bytes, msg.topic, msg.queue_id, r.logics_offset))
+    return out
+
+
+def test_07_killed_writer_abort_checkpoint_and_verify(tmp_path):
+    text = notebook_text("07_crash_and_recovery.ipynb")
+    puts = _writer_puts(tmp_path)
+    last_off, last_size = puts[-1][:2]
+    assert "writer killed: exit code -9 (-9 = SIGKILL)" in text
+    assert (f"120 acknowledged puts; the last one at offset {last_off}, {last_size} bytes, "
+            f"so the log ends at {last_off + last_size}") in text
+    assert "abort file present: True | size 0" in text
+    # the writer's clock: one second per put from 1_795_000_000_000, so the last put is +120 s
+    assert "checkpoint physic_msg_timestamp   1795000120000  2026-11-18T11:08:40.000Z" in text
+    assert "checkpoint logics_msg_timestamp   1795000120000" in text
+    assert "safe point (min of commitlog and queues - 3 s): 1795000117000" in text
+    n_files = last_off // SEG_07 + 1
+    assert f"  {n_files * SEG_07:020d}  all zeros: pre-allocated" in text
+    # verify: the killed store is whole (two warnings), the power-cut copy is damaged
+    assert "result          OK: no damage found (2 warnings)" in text
+    assert "result          DAMAGED:" in text
+    assert "exit code 1" in text and text.count("exit code 0") == 2
+
+
+def test_07_power_cut_recovery_cuts_and_redispatches(tmp_path):
+    text = notebook_text("07_crash_and_recovery.ipynb")
+    puts = _writer_puts(tmp_path)
+    last_off, last_size, last_topic, last_qid, last_qoff = puts[-1]
+    end_file, end_pos = last_off - last_off % SEG_07, last_off % SEG_07
+    assert f"torn: record at {last_off} ({last_topic} q{last_qid}, queue offset {last_qoff})" in text
+    assert "last exit ok: False -> abnormal recovery" in text
+    assert f"recovery found the end of the log at offset {last_off} ({end_file:020d} + {end_pos})" in text
+    assert f"records cut off: 1 -> [({last_off}, '{last_topic}', {last_qid}, {last_qoff})]" in text
+    assert "records kept: 119 of 120" in text
+    # the walk starts at the newest file whose first record is no later than the safe point
+    # (store time of put i is base + 1000 * (i + 1); safe point = put 116's time)
+    first_put_of = {}
+    for i, (off, *_rest) in enumerate(puts):
+        first_put_of.setdefault(off // SEG_07, i)
+    start = max(f for f, i in first_put_of.items() if i + 1 <= 117)
+    assert f"recover from this mapped file " in text and f"commitlog/{start * SEG_07:020d}\n" in text
+    lost = [(t, q, qo) for _, _, t, q, qo in puts[-3:-1]]
+    assert f"units rebuilt by re-dispatch: {lost}" in text
+    for t, q, qo in lost:
+        assert f"lost page: unit {qo} of {t} q{q}" in text
+    # every queue is whole again except the one that lost the cut record
+    for (topic, qid) in {(p[2], p[3]) for p in puts}:
+        n = sum(1 for p in puts if p[2:4] == (topic, qid))
+        recovered = n - 1 if (topic, qid) == (last_topic, last_qid) else n
+        on_disk = n - 1 if (topic, qid, n - 1) in lost else n
+        assert f"{topic} q{qid}   {n:5d} {on_disk:7d} {recovered:9d}" in text
+    assert f"next queue offset of ('{last_topic}', {last_qid}) is {last_qoff}" in text
+    # the next put lands on the cut record's place and takes its queue offset
+    size = message_length(0, last_size, len(last_topic), len("KEYS\x01after"))
+    assert f"PutMessageResult(PUT_OK, offset={last_off}, bytes={size}, queue_offset={last_qoff})" in text
+    assert "abort file present: False" in text
+    assert "last exit ok: True -> normal recovery" in text
+    assert f"normal recovery starts its walk at {(end_file // SEG_07 - 2) * SEG_07:020d}" in text
+    assert "where the put after the recovery ended: True" in text
+
+
+def test_07_rocketmq_crash_fixture_ends_where_rocketmq_did():
+    text = notebook_text("07_crash_and_recovery.ipynb")
+    m = manifest("crash")
+    end = m["recovery"]["maxPhyOffsetAfterLoad"]
+    assert end == m["childRun"]["maxPhyOffsetAtHalt"]
+    assert f"RocketMQ's last put ended at {end}" in text
+    assert f"our recovery ends the log at {end}\n" in text
+    assert f"RocketMQ's recovery ended it at {end} (manifest); its recovered_store ends at {end}" in text
+    assert "same end: True" in text
+    kept = [f["file"] for f in m["recovery"]["positionsAfterLoad"]["files"]]
+    assert f"commitlog files after recovery: {kept}" in text
+    assert "equal RocketMQ's recovered_store byte for byte: True" in text
+    cp = m["beforeRecovery"]["checkpointFile"]
+    assert (f"checkpoint: {{'physic_msg_timestamp': {cp['physicMsgTimestamp']}, 'logics_msg_timestamp': "
+            f"{cp['logicsMsgTimestamp']}, 'index_msg_timestamp': {cp['indexMsgTimestamp']}}}") in text
+    assert (FIXTURES / "crash" / "store" / "abort").exists()  # the notebook worked on a copy
