@@ -533,6 +533,15 @@ class _Verifier:
         if not os.path.isdir(base):
             return
         cqs = self.sizes.consume_queue
+        for topic, qid, qdir in self._queue_dirs(base):
+            q = _Queue(topic, qid, self.rel(qdir))
+            if self._load_queue(q, qdir, cqs):
+                self.queues[(topic, qid)] = q
+        self.report.queues = len(self.queues)
+        self.cq_horizon = max((q.horizon for q in self.queues.values()), default=-1)
+
+    def _queue_dirs(self, base: str):
+        """(topic, queue id, directory) of every queue directory, in listing order; odd entries reported."""
         for topic in _listdir(base):
             tdir = os.path.join(base, topic)
             if not os.path.isdir(tdir):
@@ -545,11 +554,7 @@ class _Verifier:
                     self.add("unexpected_file", self.rel(qdir), None,
                              "not a queue directory (a queue directory is named by its numeric queue id)", WARNING)
                     continue
-                q = _Queue(topic, int(qid), self.rel(qdir))
-                if self._load_queue(q, qdir, cqs):
-                    self.queues[(topic, int(qid))] = q
-        self.report.queues = len(self.queues)
-        self.cq_horizon = max((q.horizon for q in self.queues.values()), default=-1)
+                yield topic, int(qid), qdir
 
     def _load_queue(self, q: _Queue, qdir: str, cqs: int | None) -> bool:
         names = []
@@ -802,7 +807,7 @@ class _Verifier:
             self.segments.append((start, f))
             self._seg_starts.append(start)
             if ended is not None or corrupt_tail:
-                if _first_nonzero(f.buf, 0, f.size) is None:
+                if self._nonzero_from(f, 0) is None:
                     pending_zero.append(f.rel)
                     self.tick(f.size)
                     continue
@@ -819,7 +824,7 @@ class _Verifier:
             if state[0] == "unwritten":
                 pos = state[1]
                 ended = (f.rel, pos, start + pos)
-                nz = _first_nonzero(f.buf, pos, f.size)
+                nz = self._nonzero_from(f, pos)
                 garbage = (f.rel, pos, nz) if nz is not None else None
             elif state[0] == "corrupt":
                 last_corrupt = state[1]
@@ -841,6 +846,10 @@ class _Verifier:
                     p, kind="torn_tail", severity=WARNING,
                     message=p.message + "; it is the last record of the log and the abort file says the writer "
                     "died: a torn write that recovery will cut off")
+
+    def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
+        """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
+        return _first_nonzero(f.buf, pos, f.size)
 
     def _walk_segment(self, start: int, f: _MappedFile, seg_size: int):
         buf, n = f.buf, f.size
@@ -892,14 +901,7 @@ class _Verifier:
         key = (rec.topic, rec.queue_id)
         qo = rec.queue_offset
         if txn in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-            # queue offsets of one queue follow each other in log order
-            nxt = self.queue_next.get(key)
-            if nxt is not None and qo not in nxt:
-                self.add("queue_offset_gap", rel, pos + 20, f"record at physical offset {phys} has queue offset {qo} "
-                         f"in {rec.topic}/{rec.queue_id}; the previous record of that queue makes {nxt[0]} the next")
-                self.queue_next[key] = (nxt[0] + 1, qo + 1)  # either the old line goes on, or a new one starts
-            else:
-                self.queue_next[key] = (qo + 1,)
+            self._queue_offset_step(phys, rel, pos, key, qo)
             # reverse: its unit
             q = self.queues.get(key)
             backed = False
@@ -908,13 +910,19 @@ class _Verifier:
                 if unit is not None and unit[0] == phys:
                     backed = True
                     q.checked[qo - q.min] = 1
-                    self._compare_unit(q, qo, unit, rec, props, phys, rel, pos, delay_levels)
+                    want = tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels)
+                    self._compare_unit(q, qo, unit, rec.total_size, want, phys, rel, pos)
             if not backed:
                 self.unbacked.append((phys, rel, pos, key, qo))
         # index: entries pointing here, and entries this record needs
         entries = self.idx_at.pop(phys, None)
         keys = _record_keys(rec.topic, props) if (entries or self.index_files) else set()
-        hashes = {index_key_hash(f"{rec.topic}#{k}"): k for k in keys}
+        self._check_record_index(phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys, entries)
+
+    def _check_record_index(self, phys: int, rel: str, pos: int, topic: str, txn: int, store_ts: int,
+                            keys, entries) -> None:
+        """The index entries pointing at one record, and the keys of it that have none."""
+        hashes = {index_key_hash(f"{topic}#{k}"): k for k in keys}
         if entries:
             for fnum, n, h, td in entries:
                 ix = self.index_files[fnum]
@@ -925,11 +933,11 @@ class _Verifier:
                 elif h not in hashes:
                     shown = ", ".join(sorted(keys)[:5]) or "none"
                     self.add("index_entry", ix.rel, epos, f"entry {n} has key hash {h}, but the record it points at "
-                             f"({rec.topic} at {phys}, {rel}:{pos}) has keys {shown}, none hashing to it")
-                elif n > 1 and ix.begin_ts > 0 and not self._time_ok(ix.begin_ts, td, rec.store_timestamp):
+                             f"({topic} at {phys}, {rel}:{pos}) has keys {shown}, none hashing to it")
+                elif n > 1 and ix.begin_ts > 0 and not self._time_ok(ix.begin_ts, td, store_ts):
                     self.add("index_entry", ix.rel, epos + 12, f"entry {n} says the record was stored {td} s after "
                              f"{ix.begin_ts}, but the record at {phys} ({rel}:{pos}) was stored at "
-                             f"{rec.store_timestamp}")
+                             f"{store_ts}")
         if hashes and txn != TRANSACTION_ROLLBACK_TYPE and self.index_files:
             lo, hi = self.index_range
             if lo is not None and lo <= phys < hi:
@@ -938,7 +946,7 @@ class _Verifier:
                 if missing:
                     ix = self._index_file_for(phys)
                     self.add("index_missing_key", ix.rel, None, f"the record at {phys} ({rel}:{pos}, topic "
-                             f"{rec.topic}) has no index entry for key(s) {', '.join(sorted(missing)[:5])}; a key "
+                             f"{topic}) has no index entry for key(s) {', '.join(sorted(missing)[:5])}; a key "
                              "lookup will not find it")
 
     @staticmethod
@@ -962,16 +970,26 @@ class _Verifier:
                 best = ix
         return best
 
-    def _compare_unit(self, q: _Queue, n: int, unit, rec, props, phys: int, rel: str, pos: int,
-                      delay_levels) -> None:
+    def _queue_offset_step(self, phys: int, rel: str, pos: int, key: tuple[str, int], qo: int) -> None:
+        """Queue offsets of one queue follow each other in log order (called in log order)."""
+        nxt = self.queue_next.get(key)
+        if nxt is not None and qo not in nxt:
+            self.add("queue_offset_gap", rel, pos + 20, f"record at physical offset {phys} has queue offset {qo} "
+                     f"in {key[0]}/{key[1]}; the previous record of that queue makes {nxt[0]} the next")
+            self.queue_next[key] = (nxt[0] + 1, qo + 1)  # either the old line goes on, or a new one starts
+        else:
+            self.queue_next[key] = (qo + 1,)
+
+    def _compare_unit(self, q: _Queue, n: int, unit, rec_size: int, want: int, phys: int, rel: str,
+                      pos: int) -> None:
+        """A unit against the record it points at: ``rec_size`` and ``want`` (its tags code)."""
         _, size, tags = unit
         cq_rel, upos = q.file_for(n, self.sizes.consume_queue)
-        if size != rec.total_size:
+        if size != rec_size:
             self.add("unit_mismatch", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} says size {size}; the "
-                     f"record at {phys} ({rel}:{pos}) is {rec.total_size} bytes")
+                     f"record at {phys} ({rel}:{pos}) is {rec_size} bytes")
             self.reported_units.add(((q.topic, q.queue_id), n))
         if tags > _EXT_ADDR_MAX or not self.cq_ext:
-            want = tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels)
             if tags != want:
                 self.add("unit_mismatch", cq_rel, upos + 12, f"unit {n} of {q.topic}/{q.queue_id} has tags code "
                          f"{tags}; the record at {phys} ({rel}:{pos}) gives {want}")
@@ -1011,57 +1029,72 @@ class _Verifier:
                 unit = q.unit(n, cqs)
                 if unit is None:
                     continue
-                offset, size, tags = unit
-                cq_rel, upos = q.file_for(n, cqs)
-                if offset < 0 or size <= 0:
-                    continue  # reported as invalid_unit
-                if self.segments and offset < log_start:
-                    expired += 1
-                    continue
-                if offset >= self.data_end:
-                    self.past_end.append(offset)
-                    self.add("unit_target", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} points at offset "
-                             f"{offset}, past the end of the commitlog's data ({self.data_end})")
-                    continue
-                ri = self._record_index(offset)
-                if ri is None:
-                    region = next((r for r in self.corrupt_regions if r[0] <= offset < r[1]), None)
-                    extra = f", inside the unreadable part of {region[2]} (from position {region[3]})" if region \
-                        else f" ({self._where(offset)})"
-                    self.add("unit_target", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} points at offset "
-                             f"{offset}, which is not the start of a readable record{extra}")
-                    continue
-                seg = self._segment_for(offset)
-                try:
-                    rec = decode_record(seg[1].buf, offset - seg[0])
-                except CorruptRecordError:  # cannot happen: the walk decoded it
-                    continue
-                self.forward_pointed.add(offset)
-                rel, pos = seg[1].rel, offset - seg[0]
-                claim = (rec.topic, rec.queue_id, rec.queue_offset)
-                txn = rec.sys_flag & TRANSACTION_MASK
-                if unbacked_offsets is None:
-                    unbacked_offsets = {u[0] for u in self.unbacked}
-                record_backed = offset not in unbacked_offsets
-                if claim == (q.topic, q.queue_id, n) and txn not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-                    self.add("record_header", rel, pos + 36, f"record at {offset} is of {q.topic}/{q.queue_id} queue "
-                             f"offset {n} and unit {n} points at it, but its sysFlag {rec.sys_flag:#x} makes it a "
-                             "prepared/rolled-back transaction, which has no unit")
-                    self.blamed_records.add(offset)
-                elif record_backed or txn not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
-                    # the record is the unit of another position: this unit is the stray one
-                    self.add("unit_mismatch", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} points at the record "
-                             f"at {offset} ({rel}:{pos}), which is {claim[0]}/{claim[1]} queue offset {claim[2]}"
-                             + (" and has its own unit" if record_backed else ""))
-                else:
-                    self.add("record_header", rel, pos, f"record at {offset} says it is {claim[0]}/{claim[1]} queue "
-                             f"offset {claim[2]}, but unit {n} of {q.topic}/{q.queue_id} points at it and no unit of "
-                             f"{claim[0]}/{claim[1]} does: its topic/queue id/queue offset fields are damaged")
-                    self.blamed_records.add(offset)
-                self.reported_units.add((key, n))
+                offset = unit[0]
+                target = None
+                if unit[1] > 0 and offset >= log_start and offset < self.data_end \
+                        and self._record_index(offset) is not None:
+                    seg = self._segment_for(offset)
+                    try:
+                        rec = decode_record(seg[1].buf, offset - seg[0])
+                    except CorruptRecordError:  # cannot happen: the walk decoded it
+                        continue
+                    if unbacked_offsets is None:
+                        unbacked_offsets = {u[0] for u in self.unbacked}
+                    target = (seg[1].rel, offset - seg[0], (rec.topic, rec.queue_id, rec.queue_offset), rec.sys_flag,
+                              offset not in unbacked_offsets)
+                expired += self._forward_unit(key, q, n, unit, log_start, target)
+        self._report_expired_units(expired, log_start)
+
+    def _report_expired_units(self, expired: int, log_start: int) -> None:
         if expired:
             self.add("expired_refs", "consumequeue", None, f"{expired} consume-queue unit(s) point before the start "
                      f"of the commitlog ({log_start}); their messages expired", WARNING)
+
+    def _forward_unit(self, key, q: _Queue, n: int, unit, log_start: int, target) -> int:
+        """Unit ``n`` of ``q``, matched by no record during the walk: why.  ``target`` is the readable
+        record at the unit's offset as (rel, pos, (topic, queue id, queue offset), sysFlag, backed by
+        its own unit) or None.  Returns 1 when the unit points before the log (expired), else 0."""
+        offset, size, tags = unit
+        cq_rel, upos = q.file_for(n, self.sizes.consume_queue)
+        if offset < 0 or size <= 0:
+            return 0  # reported as invalid_unit
+        if self.segments and offset < log_start:
+            return 1
+        if offset >= self.data_end:
+            self.past_end.append(offset)
+            self.add("unit_target", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} points at offset "
+                     f"{offset}, past the end of the commitlog's data ({self.data_end})")
+            return 0
+        if target is None:
+            self.add("unit_target", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} points at offset "
+                     f"{offset}, which is not the start of a readable record{self._unreadable_where(offset)}")
+            return 0
+        rel, pos, claim, sys_flag, record_backed = target
+        self.forward_pointed.add(offset)
+        txn = sys_flag & TRANSACTION_MASK
+        if claim == (q.topic, q.queue_id, n) and txn not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            self.add("record_header", rel, pos + 36, f"record at {offset} is of {q.topic}/{q.queue_id} queue "
+                     f"offset {n} and unit {n} points at it, but its sysFlag {sys_flag:#x} makes it a "
+                     "prepared/rolled-back transaction, which has no unit")
+            self.blamed_records.add(offset)
+        elif record_backed or txn not in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            # the record is the unit of another position: this unit is the stray one
+            self.add("unit_mismatch", cq_rel, upos, f"unit {n} of {q.topic}/{q.queue_id} points at the record "
+                     f"at {offset} ({rel}:{pos}), which is {claim[0]}/{claim[1]} queue offset {claim[2]}"
+                     + (" and has its own unit" if record_backed else ""))
+        else:
+            self.add("record_header", rel, pos, f"record at {offset} says it is {claim[0]}/{claim[1]} queue "
+                     f"offset {claim[2]}, but unit {n} of {q.topic}/{q.queue_id} points at it and no unit of "
+                     f"{claim[0]}/{claim[1]} does: its topic/queue id/queue offset fields are damaged")
+            self.blamed_records.add(offset)
+        self.reported_units.add((key, n))
+        return 0
+
+    def _unreadable_where(self, offset: int) -> str:
+        """Where an offset that is not a record start lies: in a damaged region, or in which file."""
+        region = next((r for r in self.corrupt_regions if r[0] <= offset < r[1]), None)
+        return f", inside the unreadable part of {region[2]} (from position {region[3]})" if region \
+            else f" ({self._where(offset)})"
 
     # -- reverse: records without units --------------------------------------------------------------
     def finish_reverse(self) -> None:
@@ -1080,23 +1113,37 @@ class _Verifier:
                 if (key, qo) in self.reported_units:
                     continue  # that unit's problem is already reported
                 unit = q.unit(qo, cqs)
-                if unit is None:
-                    cq_rel, _ = q.file_for(qo, cqs)
-                    missing.setdefault(cq_rel, []).append((phys, rel, pos, key, qo))
+                if unit is not None:
+                    self._unit_points_elsewhere(phys, rel, pos, key, qo, unit[0])
                     continue
-                cq_rel, upos = q.file_for(qo, cqs)
-                self.add("record_header", rel, pos, f"record at {phys} says it is {key[0]}/{key[1]} queue offset "
-                         f"{qo}, but that unit ({cq_rel}:{upos}) points at {unit[0]} instead and no unit points at "
-                         "this record: its topic/queue id/queue offset fields are damaged")
-                continue
-            if q is None:
-                cq_rel = f"consumequeue/{key[0]}/{key[1]}/{(qo * _CQ_UNIT) - (qo * _CQ_UNIT) % cqs:020d}"
-            else:
-                cq_rel, _ = q.file_for(qo, cqs)
-            missing.setdefault(cq_rel, []).append((phys, rel, pos, key, qo))
-        for cq_rel, recs in missing.items():
-            phys, rel, pos, key, qo = recs[0]
-            qos = sorted(r[4] for r in recs)
+            missing.setdefault(self._unit_file(key, qo), []).append((phys, rel, pos, key, qo))
+        self._report_unbacked({cq_rel: (len(recs), min(r[4] for r in recs), max(r[4] for r in recs), recs[0])
+                               for cq_rel, recs in missing.items()},
+                              (len(undispatched), undispatched[0]) if undispatched else None)
+
+    def _unit_file(self, key: tuple[str, int], qo: int) -> str:
+        """The consume-queue file (relative path) that holds unit ``qo`` of queue ``key``."""
+        cqs = self.sizes.consume_queue or 6_000_000
+        q = self.queues.get(key)
+        if q is None:
+            return f"consumequeue/{key[0]}/{key[1]}/{(qo * _CQ_UNIT) - (qo * _CQ_UNIT) % cqs:020d}"
+        return q.file_for(qo, cqs)[0]
+
+    def _unit_points_elsewhere(self, phys: int, rel: str, pos: int, key: tuple[str, int], qo: int,
+                               unit_offset: int) -> None:
+        cq_rel, upos = self.queues[key].file_for(qo, self.sizes.consume_queue or 6_000_000)
+        self.add("record_header", rel, pos, f"record at {phys} says it is {key[0]}/{key[1]} queue offset "
+                 f"{qo}, but that unit ({cq_rel}:{upos}) points at {unit_offset} instead and no unit points at "
+                 "this record: its topic/queue id/queue offset fields are damaged")
+
+    def _report_unbacked(self, missing: dict, undispatched: tuple[int, int] | None) -> None:
+        """``missing``: consume-queue file -> (records, lowest and highest queue offset, first record as
+        (phys, rel, pos, key, qo)), in log order of the first record; ``undispatched``: (records, first
+        offset) after the dispatch horizon."""
+        cqs = self.sizes.consume_queue or 6_000_000
+        horizon = self.cq_horizon
+        for cq_rel, (count, qo_lo, qo_hi, first) in missing.items():
+            phys, rel, pos, key, qo = first
             q = self.queues.get(key)
             if q is None:
                 why = f"no consume queue {key[0]}/{key[1]} exists (its files are missing)"
@@ -1108,12 +1155,12 @@ class _Verifier:
                 why = f"the queue ends at {q.max}"
             exists = os.path.exists(os.path.join(self.root, *cq_rel.split("/")))
             self.add("record_without_unit", cq_rel, (qo * _CQ_UNIT) % cqs if exists else None,
-                     f"{len(recs)} record(s) of {key[0]}/{key[1]} (queue offsets {qos[0]}..{qos[-1]}, first at "
+                     f"{count} record(s) of {key[0]}/{key[1]} (queue offsets {qo_lo}..{qo_hi}, first at "
                      f"{phys}, {rel}:{pos}) have no unit{'' if exists else ' (this file is missing)'}: {why}, yet "
                      f"later records were dispatched (up to {horizon}); consumers cannot see them")
         if undispatched:
-            self.add("undispatched", self._where(undispatched[0]).split(":")[0], None,
-                     f"{len(undispatched)} record(s) from offset {undispatched[0]} on have no consume-queue unit yet "
+            self.add("undispatched", self._where(undispatched[1]).split(":")[0], None,
+                     f"{undispatched[0]} record(s) from offset {undispatched[1]} on have no consume-queue unit yet "
                      f"(the furthest any queue reaches is {max(horizon, 0)}); the next start dispatches them", WARNING)
 
     def finish_index(self) -> None:
@@ -1121,21 +1168,25 @@ class _Verifier:
         expired = 0
         for phy, entries in self.idx_at.items():
             for fnum, n, h, td in entries:
-                ix = self.index_files[fnum]
-                epos = 40 + 4 * self.sizes.slots + n * 20
-                if self.segments and phy < log_start:
-                    expired += 1
-                    continue
-                if phy >= self.data_end:
-                    self.past_end.append(phy)
-                    self.add("index_entry", ix.rel, epos, f"entry {n} points at offset {phy}, past the end of the "
-                             f"commitlog's data ({self.data_end})")
-                    continue
-                region = next((r for r in self.corrupt_regions if r[0] <= phy < r[1]), None)
-                extra = f", inside the unreadable part of {region[2]} (from position {region[3]})" if region \
-                    else f" ({self._where(phy)})"
-                self.add("index_entry", ix.rel, epos, f"entry {n} points at offset {phy}, which is not the start of "
-                         f"a readable record{extra}")
+                expired += self._unresolved_entry(phy, fnum, n, log_start)
+        self._report_expired_entries(expired, log_start)
+
+    def _unresolved_entry(self, phy: int, fnum: int, n: int, log_start: int) -> int:
+        """An index entry that points at no readable record: why (1 when it expired, else 0)."""
+        ix = self.index_files[fnum]
+        epos = 40 + 4 * self.sizes.slots + n * 20
+        if self.segments and phy < log_start:
+            return 1
+        if phy >= self.data_end:
+            self.past_end.append(phy)
+            self.add("index_entry", ix.rel, epos, f"entry {n} points at offset {phy}, past the end of the "
+                     f"commitlog's data ({self.data_end})")
+            return 0
+        self.add("index_entry", ix.rel, epos, f"entry {n} points at offset {phy}, which is not the start of "
+                 f"a readable record{self._unreadable_where(phy)}")
+        return 0
+
+    def _report_expired_entries(self, expired: int, log_start: int) -> None:
         if expired:
             self.add("expired_refs", "index", None, f"{expired} index entr{'ies point' if expired > 1 else 'y points'} "
                      f"before the start of the commitlog ({log_start}); their messages expired", WARNING)
