@@ -160,7 +160,7 @@ _REMOTE_RESOURCE = [
     re.compile(r"""<(?!a[\s>])[a-zA-Z][\w-]*\b[^>]*?\s(?:src|href|data|poster|srcset)\s*=\s*["']?""" + _REMOTE, re.I),
     re.compile(r"""url\(\s*["']?""" + _REMOTE, re.I),
     re.compile(r"""@import\s+(?:url\()?\s*["']""" + _REMOTE, re.I),
-    re.compile(r"""\bimport\s*(?:[\w*{}\s,]+\s+from\s*)?\(?\s*["']""" + _REMOTE),
+    re.compile(r"""(?<![@\w.])import\s*(?:[\w*{}\s,]+\s+from\s*)?\(?\s*["']""" + _REMOTE),
 ]
 
 
@@ -288,12 +288,15 @@ class _Progress:
             self.bar.update(self.task, description=description, advance=advance)
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
 def _export(source: Path, target: Path, execute: bool, timeout: int) -> str:
     try:
         return export_notebook_html(source, target, execute=execute, timeout=timeout, cwd=source.parent)
     except Exception as exc:  # nbclient's CellExecutionError, a dead kernel, a timeout ...
-        first = str(exc).strip().splitlines()
-        tail = [ln for ln in first if ln.strip()][-1:] or [type(exc).__name__]
+        lines = [ln for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
+        tail = lines[-1:] or [type(exc).__name__]
         raise SiteError(f"{source}: executing the notebook failed: {type(exc).__name__}: {tail[0]}") from exc
 
 
