@@ -114,3 +114,82 @@ def test_07_rocketmq_crash_fixture_ends_where_rocketmq_did():
     assert (f"checkpoint: {{'physic_msg_timestamp': {cp['physicMsgTimestamp']}, 'logics_msg_timestamp': "
             f"{cp['logicsMsgTimestamp']}, 'index_msg_timestamp': {cp['indexMsgTimestamp']}}}") in text
     assert (FIXTURES / "crash" / "store" / "abort").exists()  # the notebook worked on a copy
+
+
+# -- 08: transactions, delay levels, batches -----------------------------------------------------
+def test_08_transaction_types_and_their_units():
+    from rmqstore.properties import java_string_hash
+
+    text = notebook_text("08_transactions_delay_batches.ipynb")
+    assert ("transaction types: {'TRANSACTION_NOT_TYPE': 0, 'TRANSACTION_PREPARED_TYPE': 4, "
+            "'TRANSACTION_COMMIT_TYPE': 8, 'TRANSACTION_ROLLBACK_TYPE': 12}") in text
+    # five records side by side from 0; sizes from the layout (topic TxnTopic, KEYS=<body> TAGS=T)
+    offset, expected = 0, []
+    for body, flag, qoff in ((b"plain", 0, 0), (b"half-1", 4, 0), (b"commit-1", 8, 1), (b"half-2", 4, 0),
+                             (b"rollback-2", 12, 0)):
+        size = message_length(flag, len(body), len("TxnTopic"), len(f"KEYS\x01{body.decode()}\x02TAGS\x01T"))
+        expected.append((offset, size, flag, qoff))
+        assert f"PutMessageResult(PUT_OK, offset={offset}, bytes={size}, queue_offset={qoff})" in text
+        offset += size
+    half1, half2 = expected[1][0], expected[3][0]
+    assert f"sys_flag 0x08 TXN_COMMIT    prepared_txn_offset {half1:<5d} KEYS=commit-1" in text
+    assert f"sys_flag 0x0c TXN_ROLLBACK  prepared_txn_offset {half2:<5d} KEYS=rollback-2" in text
+    tags = java_string_hash("T")
+    assert "  consume queue TxnTopic/0: 2 unit(s)" in text
+    assert f"    unit 0: (offset 0, size {expected[0][1]}, tags code {tags})" in text
+    assert f"    unit 1: (offset {expected[2][0]}, size {expected[2][1]}, tags code {tags})" in text
+
+
+def test_08_delay_rewrite_and_batch():
+    text = notebook_text("08_transactions_delay_batches.ipynb")
+    # clock: +1000 ms per put from 1_795_000_000_000; the DELAY=3 put is the 6th, DELAY=19 the 7th
+    t3, t19 = 1_795_000_006_000, 1_795_000_007_000
+    assert f"stored on SCHEDULE_TOPIC_XXXX/2; REAL_TOPIC=DelayTopic REAL_QID=1 DELAY=3; store timestamp {t3}" in text
+    assert f"stored on SCHEDULE_TOPIC_XXXX/17; REAL_TOPIC=DelayTopic REAL_QID=1 DELAY=18; store timestamp {t19}" in text
+    assert "stored on DelayTopic/1; REAL_TOPIC=None REAL_QID=None DELAY=0" in text
+    assert f"tags code {t3 + 10_000})" in text and f"tags code {t19 + 7_200_000})" in text
+    assert "one put: wrote_offset 1254, wrote_bytes 630, msg_num 5, first queue offset 1" in text
+    for k in range(5):
+        assert f"queue_offset {k + 1}   sys_flag 0x00 -             prepared_txn_offset 0     KEYS=batch-{k} TAGS=B" in text
+        assert f"    unit {k + 1}: (offset {1254 + 126 * k}, size 126, tags code {ord('B')})" in text
+    assert "records end at 1884 = wrote_offset + wrote_bytes: True" in text
+
+
+def test_08_sample_store_counts_follow_make_samples():
+    text = notebook_text("08_transactions_delay_batches.ipynb")
+    # data/make_samples.py: 1500 puts; i % 97 == 5/6/7 -> PREPARED/COMMIT/ROLLBACK; else i % 131 == 9 -> DELAY
+    kinds = ["PREPARED" if i % 97 == 5 else "COMMIT" if i % 97 == 6 else "ROLLBACK" if i % 97 == 7 else "NOT"
+             for i in range(1500)]
+    n = {k: kinds.count(k) for k in ("NOT", "PREPARED", "COMMIT", "ROLLBACK")}
+    n["NOT"] += 8  # the batch
+    assert f"{1500 + 8} records by transaction type: {{'TXN_COMMIT': {n['COMMIT']}, 'TXN_NOT': {n['NOT']}, " \
+           f"'TXN_PREPARED': {n['PREPARED']}, 'TXN_ROLLBACK': {n['ROLLBACK']}}}" in text
+    for k in ("NOT", "COMMIT"):
+        assert f"  {k:9s} with a unit: {n[k]:5d}   without:   0" in text
+    for k in ("PREPARED", "ROLLBACK"):
+        assert f"  {k:9s} with a unit:     0   without: {n[k]:3d}" in text
+    assert f"units in all consume queues: {n['NOT'] + n['COMMIT']}" in text
+    delays = sum(1 for i in range(1500) if kinds[i] == "NOT" and i % 131 == 9)
+    assert f"{delays} delay messages on SCHEDULE_TOPIC_XXXX:" in text
+    assert "every queue id is DELAY - 1: True" in text
+    assert "every tags code is store time + its level's delay: True" in text
+    assert "the batch: 8 records on OrderTopic/0" in text
+    assert "side by side: True | consecutive queue offsets: True | one store timestamp: True" in text
+
+
+def test_08_rocketmq_txn_delay_units_match_the_manifest():
+    text = notebook_text("08_transactions_delay_batches.ipynb")
+    queues = {(q["topic"], q["queueId"]): q["entries"] for q in manifest("txn_delay")["consumeQueues"]}
+    assert f"  consume queue TxnTopic/0: {len(queues[('TxnTopic', 0)])} unit(s)" in text
+    for n, offset, size, tags in queues[("TxnTopic", 0)] + queues[("DelayTopic", 1)]:
+        assert f"    unit {n}: (offset {offset}, size {size}, tags code {tags})" in text
+    for (topic, qid), entries in queues.items():
+        if topic == "SCHEDULE_TOPIC_XXXX":
+            for n, offset, _size, tags in entries:
+                assert f"SCHEDULE_TOPIC_XXXX/{qid:<2d} unit {n}: @{offset} " in text
+                assert f"tags code {tags} = store time + " in text
+    commit = next(p for p in manifest("txn_delay")["puts"] if p["topic"] == "TxnRealTopic")
+    assert (f"@{commit['wroteOffset']}  TxnRealTopic         q1  queue_offset 0   sys_flag 0x08 TXN_COMMIT    "
+            f"prepared_txn_offset {commit['preparedTransactionOffset']}") in text
+    assert (f"prepared_transaction_offset {commit['preparedTransactionOffset']} -> the half message on "
+            "RMQ_SYS_TRANS_HALF_TOPIC") in text
