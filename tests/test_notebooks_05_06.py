@@ -8,6 +8,7 @@ timing-dependent, so notebook 05 is checked for its invariants and structure, no
 
 from __future__ import annotations
 
+import ast
 import re
 
 import pytest
@@ -25,6 +26,7 @@ from rmqstore.reading import TagFilter  # noqa: E402
 from rmqstore.record import create_message_id  # noqa: E402
 
 SAMPLE = NOTEBOOKS_DIR.parent / "data" / "sample_store"
+NB05 = "05_flushing.ipynb"
 NB06 = "06_consume_queues_and_index.ipynb"
 
 
@@ -122,3 +124,68 @@ def test_06_msg_id_lookup(sample):
     assert f"the record there: {rec.total_size} bytes; view_message_by_id finds offset {rec.physical_offset}, " \
            f"the same record: True" in text
     assert "the same offset named by another host: None" in text
+
+
+# -- 05: flushing ----------------------------------------------------------------------------------
+
+def test_05_player_summaries_keep_each_modes_promise():
+    from rmqstore.widgets.put_path_player import demo_messages
+
+    text = notebook_text(NB05)
+    n = len(demo_messages())
+    assert f"SYNC_FLUSH: {n} puts, flush.request ['group_commit']" in text
+    assert f"flushes by ['GroupCommitService'], commits none, group-commit swaps {n} with [1] request(s) each" in text
+    assert f"puts answered after their bytes were flushed: {n} of {n}" in text  # the sync player
+    assert f"ASYNC_FLUSH: {n} puts, flush.request ['async_wakeup']" in text
+    assert f"TRANSIENT_STORE_POOL: {n} puts, flush.request ['commit_wakeup']" in text
+    assert "flushes by ['FlushRealTimeService'], commits none, group-commit swaps 0" in text
+    assert "flushes by ['FlushRealTimeService'], commits yes, group-commit swaps 0" in text
+    answered = [int(m) for m in re.findall(r"puts answered after their bytes were flushed: (\d+) of 12", text)]
+    assert len(answered) == 3 and answered[0] == 12 and all(0 <= a <= 12 for a in answered)
+    # after settling every mode has flushed (and, with the pool, committed) all it wrote
+    finals = re.findall(r"final positions \(file, wrote, committed, flushed\): (\[.*\])", text)
+    assert len(finals) == 3
+    for mode, line in zip(("sync", "async", "pool"), finals):
+        for _, wrote, committed, flushed in ast.literal_eval(line):
+            assert flushed == wrote and committed == (wrote if mode == "pool" else 0), (mode, line)
+
+
+def test_05_sync_and_async_position_invariants():
+    text = notebook_text(NB05)
+    assert "200 sync puts, all PUT_OK and flushed >= end of record for every sync put: True" in text
+    served, flushes = map(int, re.search(r"group commit: (\d+) requests served by (\d+) flushes", text).groups())
+    assert served == 200 and 1 <= flushes <= 200
+    assert "wrote > flushed straight after the puts: True" in text
+    assert "first pass caught up: True" in text
+    assert "fewer than 4 pages, so the flush waits: True" in text
+    assert "4+ pages caught up: True" in text
+    assert "the thorough pass flushed the last page: True" in text
+    # 8 puts of 500-byte records, then 8 more, then 40: wrote moves by exactly those records
+    assert "straight after 8 puts:                       wrote  4,000  flushed      0" in text
+    assert "8 more puts, 1.2 s later:                    wrote  8,000  flushed  4,000  pages by the rule 1" in text
+    assert "40 more puts (4+ pages):                     wrote 28,000" in text
+
+
+def test_05_measured_table_and_group_sizes():
+    text = notebook_text(NB05)
+    rows = re.findall(r"^(SYNC_FLUSH|ASYNC_FLUSH|ASYNC \+ pool) +(\d+) +(\d+) +(\d+) +([\d.]+) +([\d.]+) +(\d+) / (\d+)"
+                      r" +(\S+) +(\S+)$", text, re.M)
+    assert [(r[0], int(r[1])) for r in rows] == [(m, t) for m in ("SYNC_FLUSH", "ASYNC_FLUSH", "ASYNC + pool")
+                                                 for t in (1, 4)]
+    for mode, threads, puts, per_s, median, p99, flushed, total, commits, per_commit in rows:
+        assert int(puts) == int(total) == 400 and int(per_s) > 0 and 0 < float(median) <= float(p99)
+        if mode == "SYNC_FLUSH":
+            assert int(flushed) == 400 and 1 <= int(commits) <= 400
+            assert float(per_commit) == pytest.approx(400 / int(commits), abs=0.01)
+        else:
+            assert commits == per_commit == "-"
+    assert "every put PUT_OK: True" in text
+    assert "every sync put answered flushed: True" in text
+    assert "sync group commits serve at least one request each: True" in text
+    groups = int(re.search(r"(\d+) group commits; requests in all groups: 400 == puts: 400", text).group(1))
+    sizes = ast.literal_eval(re.search(r"group sizes: (\{.*\})", text).group(1))
+    assert sum(sizes.values()) == groups and sum(k * v for k, v in sizes.items()) == 400
+    assert min(sizes) >= 1 and max(sizes) <= 8
+    assert "no group larger than the 8 writers (each waits for its own request): True" in text
+    assert "every group has >= 1 request: True" in text
+    assert "temporary stores removed" in text
