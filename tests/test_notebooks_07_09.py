@@ -8,6 +8,7 @@ lookups over the stores in ``data/``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
@@ -193,3 +194,55 @@ def test_08_rocketmq_txn_delay_units_match_the_manifest():
             f"prepared_txn_offset {commit['preparedTransactionOffset']}") in text
     assert (f"prepared_transaction_offset {commit['preparedTransactionOffset']} -> the half message on "
             "RMQ_SYS_TRANS_HALF_TOPIC") in text
+
+
+# -- 09: inspecting a real store -----------------------------------------------------------------
+BASIC = ROOT / "data" / "rocketmq_basic"
+
+
+def _basic_manifest() -> dict:
+    return json.loads((ROOT / "data" / "rocketmq_basic.manifest.json").read_text(encoding="utf-8"))
+
+
+def test_09_positions_queues_and_lookups_match_the_manifest():
+    text = notebook_text("09_inspecting_a_real_store.ipynb")
+    m = _basic_manifest()
+    lo, hi = m["minPhyOffset"], m["maxPhyOffset"]
+    assert f"commitlog offsets {lo} .. {hi} (manifest: {lo} .. {hi})" in text
+    for f in m["positions"][0]["files"]:
+        w = f["wrotePosition"]
+        assert f"  {f['file']}  wrote {w:>6}  read {w:>6}  full {f['isFull']!s:5}  | RocketMQ wrote {w:>6}  same: True" in text
+    queues = [q for q in m["consumeQueues"] if q["maxOffsetInQueue"]]
+    for q in queues:
+        assert f"{q['queueId']:5d} {q['minOffsetInQueue']:4d} {q['maxOffsetInQueue']:4d}  | {q['maxOffsetInQueue']}" in text
+    assert f"queues with messages: ours {len(queues)} | manifest {len(queues)}" in text
+    put = m["puts"][5]
+    assert f"by msgId : offset {put['wroteOffset']}, {put['topic']}/{put['queueId']} queue offset {put['logicsOffset']}" in text
+    assert f"by key 'key-5': offsets [{put['wroteOffset']}]" in text
+    assert f"by offset {put['wroteOffset']}: msgId {put['msgId']}, stored {put['storeTimestamp']}, born at {put['bornHost']}" in text
+    assert f"by queue offset {put['logicsOffset']} of {put['topic']}/{put['queueId']}: GetMessageResult(status=FOUND, messages=3" in text
+    for p in m["puts"]:
+        if p["sysFlag"] & 1:
+            assert f"offset {p['wroteOffset']}: sys_flag {p['sysFlag']:#x} ['COMPRESSED(ZLIB)']" in text
+
+
+def test_09_cli_cross_check_and_nothing_written():
+    text = notebook_text("09_inspecting_a_real_store.ipynb")
+    m = _basic_manifest()
+    n_queues = sum(1 for q in m["consumeQueues"] if q["maxOffsetInQueue"])
+    n_topics = len({q["topic"] for q in m["consumeQueues"] if q["maxOffsetInQueue"]})
+    assert f"messages    {len(m['puts'])} in {n_queues} queue(s) of {n_topics} topic(s)" in text
+    assert f"msgId          {m['puts'][5]['msgId']}" in text
+    walk = m["commitLogWalk(store API)"]
+    assert (f"{len(m['positions'][0]['files'])} file(s), {len(m['positions'][0]['files']) * 65536:,} bytes: "
+            f"{walk['commitLogWalkMessages']} messages, {walk['commitLogWalkBlanks']} blanks") in text
+    assert "result          OK: no damage found\n" in text
+    assert text.count("exit code 0") == 3
+    assert f"{len(m['puts'])} puts looked up by msgId: {len(m['puts'])} match, 0 differ" in text
+    assert f"{len(m['queries'])} key queries: {len(m['queries'])} return RocketMQ's offsets" in text
+    assert "files changed, created or removed: []" in text and "nothing was written: True" in text
+    # and independently of the notebook's own snapshot: the files are still the bytes RocketMQ wrote
+    files = m["afterShutdown"]["files"]
+    assert sorted(str(p.relative_to(BASIC)) for p in BASIC.rglob("*") if p.is_file()) == sorted(f["path"] for f in files)
+    for f in files:
+        assert hashlib.sha256((BASIC / f["path"]).read_bytes()).hexdigest() == f["sha256"], f["path"]
