@@ -32,7 +32,7 @@ _I16 = struct.Struct(">h")
 _MIN_RECORD = 91
 
 
-@dataclass
+@dataclass(slots=True)
 class RecordSpan:
     """One record as the lean walk sees it."""
 
