@@ -1,0 +1,644 @@
+"""``verify`` on Spark: the checks of :mod:`rmqstore.verify`, with the data-sized work in tasks.
+
+:func:`rmqstore.verify.verify` reads a store in one process: it walks every consume queue,
+every index file and every commitlog segment, then matches them against each other.  The
+work that grows with the data is (1) decoding and checking every record, (2) reading every
+consume-queue unit and index entry, and (3) matching the copies of one fact against each
+other.  Here (1) and (2) run as Spark tasks -- one per commitlog segment, one per queue
+directory (its files in order: leading pre-blank units and unit order run across files),
+one per index file -- and (3) as Spark joins:
+
+* unit <-> record, forwards: records (dispatchable ones) join units on (queue, queue
+  offset, physical offset); a match is compared (size, tags code) and every unit left
+  over joins the records by offset to find out *why* it matched nothing;
+* unit <-> record, backwards: dispatchable records matched by no unit and pointed at by no
+  stray unit join the units of their (queue, queue offset) to tell a damaged record header
+  from a missing unit; missing units are aggregated per consume-queue file;
+* queue-offset continuity: records repartitioned by queue and sorted by offset within
+  partitions -- log order per queue, streamed, never collected;
+* index: entries grouped by the offset they point at join the records (entries against
+  keys, hashes and times; keys without an entry), and entries that hit no record.
+
+What the driver holds is small and global: file lists, file naming and sizes, the size
+chain *between* segments (which segment ends the log, holes, pre-allocated files, the torn
+tail) from one summary per segment, the checkpoint, and the problems themselves.
+
+One rule set, not two.  Every decision and every message comes from the methods of
+``rmqstore.verify._Verifier``: a task builds a throwaway verifier holding only the small
+metadata it needs (queue bounds, index headers, segment names, damaged regions) and calls
+the same method the single-process walk calls (``_walk_segment``, ``_load_queue``,
+``_check_index_file``, ``_compare_unit``, ``_queue_offset_step``, ``_check_record_index``,
+``_forward_unit``, ``_unit_points_elsewhere``, ``_unresolved_entry``), and the driver
+subclass answers the single-process walk's questions (how did this segment end?  is the
+rest of the file zero?) from the task summaries.  So the reports are *equal*: the same
+problems with the same messages, the same counters.
+
+Order and the per-kind cap.  The single-process report lists at most
+``max_problems_per_kind`` problems of a kind and counts the rest; which ones are listed
+depends on the order they were found in.  Tasks return each problem with the key of the
+order the sequential walk finds it in (segment order, log offset, queue then unit number,
+first index entry at an offset), and the driver adds them in that order, phase by phase,
+so the same ones are listed.  One known difference: ``unexpected_file`` warnings of queue
+*directories* are all added before those of files inside queue directories (the
+sequential walk interleaves them); it matters only past the cap (100 such warnings).
+
+Several stores run together: every row carries the store's number, so each phase is one
+Spark job for all of them.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ..dispatch import tags_code_of
+from ..index import index_key_hash
+from ..properties import string_to_properties
+from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ..verify import (_DETAIL_CAP, _IndexFile, _is_segment_name, _listdir, _MappedFile, _prepare, _Queue,
+                      _record_keys, _Sizes, _Verifier, _first_nonzero, VerifyReport)
+
+__all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
+
+#: one row per readable message record (``sid``: the store's number in the call)
+RECORD_FACTS_SCHEMA = ("sid int, phys bigint, rel string, pos bigint, topic string, qid int, qo bigint, "
+                       "sys_flag int, txn int, size int, ts bigint, want bigint, keys array<string>")
+#: one row per consume-queue unit in [min, max) of its queue
+UNITS_SCHEMA = "sid int, topic string, qid int, qorder int, n bigint, offset bigint, usize int, tags bigint"
+#: one row per index entry (``fnum``: the file's number among the store's index files)
+ENTRIES_SCHEMA = "sid int, phy bigint, fnum int, n int, h int, td int"
+
+_DISPATCHED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+_NO_CAP = float("inf")
+_TASK_BYTES = 256 << 20  # file bytes per task, about
+
+
+# -- what a task knows about its store --------------------------------------------------------------
+
+@dataclass
+class _Context:
+    """The small metadata of one store that the cross checks need, shipped to every task."""
+
+    root: str
+    sizes: _Sizes
+    cq_ext: bool
+    queues: dict = field(default_factory=dict)  # (topic, qid) -> (rel, min, max)
+    index_files: list = field(default_factory=list)  # (rel, 40-byte header, usable)
+    index_range: tuple = (None, None)
+    segments: list = field(default_factory=list)  # (start, rel, size)
+    corrupt_regions: list = field(default_factory=list)
+    data_end: int = 0
+    log_start: int = 0
+    cq_horizon: int = -1
+    reported_units: set = field(default_factory=set)
+    forward_pointed: set = field(default_factory=set)  # offsets a stray unit points at (no reverse check)
+
+
+def _stub(ctx: _Context) -> _Verifier:
+    """A verifier holding only ``ctx``: the shared rules run on it inside a task (no cap)."""
+    v = _Verifier(ctx.root, ctx.sizes, None, _NO_CAP)
+    v.cq_ext = ctx.cq_ext
+    for (topic, qid), (rel, lo, hi) in ctx.queues.items():
+        q = _Queue(topic, qid, rel)
+        q.min, q.max = lo, hi
+        v.queues[(topic, qid)] = q
+    for number, (rel, header, usable) in enumerate(ctx.index_files):
+        ix = _IndexFile(rel, header, number)
+        ix.usable = usable
+        v.index_files.append(ix)
+    v.index_range = ctx.index_range
+    v.segments = [(start, _MappedFile("", rel, size, b"")) for start, rel, size in ctx.segments]
+    v._seg_starts = [start for start, _, _ in ctx.segments]
+    v.corrupt_regions = ctx.corrupt_regions
+    v.data_end = ctx.data_end
+    v.report.log_start = ctx.log_start
+    v.cq_horizon = ctx.cq_horizon
+    v.reported_units = ctx.reported_units
+    return v
+
+
+def _drain(v: _Verifier, order: tuple):
+    """The problems ``v`` found since the last drain, each as ("problem", order, i, Problem)."""
+    found = v.report.problems[:]
+    v.report.problems.clear()
+    return [("problem", order, i, p) for i, p in enumerate(found)]
+
+
+# -- tasks: one file or one directory each ------------------------------------------------------------
+
+class _SegmentWalker(_Verifier):
+    """The single-process walk of one segment, keeping each record's facts for the joins."""
+
+    def __init__(self, root: str, sizes: _Sizes, sid: int, with_keys: bool):
+        super().__init__(root, sizes, None, _NO_CAP)
+        self.sid, self.with_keys = sid, with_keys
+        self.facts: list[tuple] = []
+        self.queue_next = {}
+
+    def _check_record(self, phys, rel, pos, rec, delay_levels) -> None:
+        super()._check_record(phys, rel, pos, rec, delay_levels)
+        self.unbacked.clear()  # no queues here: the joins decide which records have units
+        props = string_to_properties(rec.properties)
+        keys = sorted(_record_keys(rec.topic, props)) if self.with_keys else []
+        self.facts.append((self.sid, phys, rel, pos, rec.topic, rec.queue_id, rec.queue_offset, rec.sys_flag,
+                           rec.sys_flag & TRANSACTION_MASK, rec.total_size, rec.store_timestamp,
+                           tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels), keys))
+
+
+def _segment_task(spec):
+    """Walk one segment: (sid, rel, summary or None, record facts)."""
+    sid, root, sizes, with_keys, path = spec
+    v = _SegmentWalker(root, sizes, sid, with_keys)
+    with v._stack:
+        f = v.open(path)
+        if f is None:
+            return sid, v.rel(path), None, []
+        v.data_end = None
+        state = v._walk_segment(int(os.path.basename(path)), f, sizes.commitlog)
+        summary = {
+            # the queue-offset check runs across segments, in the joins
+            "problems": [p for p in v.report.problems if p.kind != "queue_offset_gap"],
+            "state": state[0], "at": state[1] if state[0] == "unwritten" else None,
+            "records": v.report.records, "blanks": v.report.blanks, "data_end": v.data_end,
+            "max_ts": v.max_store_ts, "corrupt_regions": v.corrupt_regions,
+            "nonzero_from_0": _first_nonzero(f.buf, 0, f.size),
+            "nonzero_after_end": _first_nonzero(f.buf, state[1], f.size) if state[0] == "unwritten" else None,
+        }
+        return sid, f.rel, summary, v.facts
+
+
+def _queue_task(spec):
+    """Read one queue directory: (sid, qorder, summary, units in [min, max))."""
+    sid, qorder, root, sizes, topic, qid, qdir = spec
+    v = _Verifier(root, sizes, None, _NO_CAP)
+    with v._stack:
+        q = _Queue(topic, qid, v.rel(qdir))
+        ok = v._load_queue(q, qdir, sizes.consume_queue)
+        units = []
+        if ok:
+            for n in range(q.min, q.max):
+                u = q.unit(n, sizes.consume_queue)
+                if u is not None:
+                    units.append((sid, topic, qid, qorder, n, u[0], u[1], u[2]))
+        summary = {"ok": ok, "rel": q.rel, "min": q.min, "max": q.max, "horizon": q.horizon,
+                   "units": v.report.units, "problems": list(v.report.problems),
+                   "reported": [key_n for key_n in v.reported_units]}
+    return sid, qorder, summary, units
+
+
+def _index_task(spec):
+    """Check one index file: (sid, rel, summary or None, entries as (phy, n, hash, time diff))."""
+    sid, root, sizes, path = spec
+    v = _Verifier(root, sizes, None, _NO_CAP)
+    with v._stack:
+        f = v.open(path)
+        if f is None or f.size < 40:
+            return sid, v.rel(path), None, []
+        ix = _IndexFile(f.rel, f.buf, 0)
+        v._check_index_file(ix, f.size, sizes.slots, sizes.entries)
+        entries = [(phy, n, h, td) for phy, at in v.idx_at.items() for _, n, h, td in at]
+        return sid, f.rel, {"problems": list(v.report.problems), "usable": ix.usable,
+                            "entries": v.report.entries}, entries
+
+
+# -- the driver side of one store -------------------------------------------------------------------
+
+class _SparkVerifier(_Verifier):
+    """The single-process verifier with its per-file walks answered from task summaries."""
+
+    def __init__(self, root: str, sizes: _Sizes, cap: int):
+        super().__init__(root, sizes, None, cap)
+        self.segment_results: dict[str, dict] = {}
+        self.index_results: dict[str, dict] = {}
+
+    def replay(self, problems) -> None:
+        for p in problems:
+            self.add(p.kind, p.path, p.offset, p.message, p.severity)
+
+    def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
+        res = self.segment_results.get(f.rel)
+        if res is None:  # no task could read it: ask the file here
+            return super()._nonzero_from(f, pos)
+        return res["nonzero_from_0"] if pos == 0 else res["nonzero_after_end"]
+
+    def _walk_segment(self, start: int, f: _MappedFile, seg_size: int):
+        res = self.segment_results.get(f.rel)
+        if res is None:
+            return super()._walk_segment(start, f, seg_size)
+        self.replay(res["problems"])
+        self.report.records += res["records"]
+        self.report.blanks += res["blanks"]
+        self.corrupt_regions.extend(res["corrupt_regions"])
+        self.max_store_ts = max(self.max_store_ts, res["max_ts"])
+        if res["data_end"] is not None:
+            self.data_end = res["data_end"]
+        if res["state"] == "corrupt":
+            return ("corrupt", len(self.report.problems) - 1)
+        return (res["state"], res["at"]) if res["state"] == "unwritten" else (res["state"],)
+
+    def _check_index_file(self, ix: _IndexFile, size: int, slots: int, num: int) -> None:
+        res = self.index_results.get(ix.rel)
+        if res is None:
+            return super()._check_index_file(ix, size, slots, num)
+        self.replay(res["problems"])
+        ix.usable = res["usable"]
+        self.report.entries += res["entries"]
+
+    def context(self) -> _Context:
+        return _Context(
+            self.root, self.sizes, self.cq_ext,
+            {key: (q.rel, q.min, q.max) for key, q in self.queues.items()},
+            [(ix.rel, bytes(ix.buf[:40]), ix.usable) for ix in self.index_files], self.index_range,
+            [(start, f.rel, f.size) for start, f in self.segments], list(self.corrupt_regions), self.data_end,
+            self.report.log_start if self.segments else 0, self.cq_horizon, set(self.reported_units))
+
+
+# -- the run over several stores ------------------------------------------------------------------------
+
+def _add_sorted(v: _SparkVerifier, rows) -> None:
+    """Add problems in the order the sequential walk finds them."""
+    v.replay(p for _, order, i, p in sorted(rows, key=lambda r: (r[1], r[2])))
+
+
+class _Run:
+    def __init__(self, spark, verifiers: list[_SparkVerifier]):
+        self.spark, self.sc, self.vs = spark, spark.sparkContext, verifiers
+        self.cached = []
+
+    def _tasks(self, fn, specs, sizes: list[int]):
+        """Run ``fn`` on every spec; specs are grouped into partitions of about ``_TASK_BYTES`` of files
+        (at least one per core when there are that many specs)."""
+        parts = min(len(specs), max(self.sc.defaultParallelism, -(-sum(sizes) // _TASK_BYTES))) or 1
+        rdd = self.sc.parallelize(specs, parts).map(fn).persist()
+        self.cached.append(rdd)
+        return rdd
+
+    def _frame(self, rdd, schema: str):
+        return self.spark.createDataFrame(rdd, schema)
+
+    def _persist(self, df):
+        df = df.persist()
+        self.cached.append(df)
+        return df
+
+    def run(self, progress) -> list[VerifyReport]:
+        steps = [self.store_files, self.load_queues, self.load_index, self.walk_commitlog, self.record_checks,
+                 self.forward, self.reverse, self.unresolved_entries, self.finish]
+        with ExitStack() as stack:
+            for v in self.vs:
+                stack.enter_context(v._stack)
+            try:
+                for i, step in enumerate(steps):
+                    step()
+                    if progress is not None:
+                        progress(i + 1, len(steps))
+            finally:
+                for c in self.cached:
+                    c.unpersist()
+        return [v.report for v in self.vs]
+
+    def store_files(self) -> None:
+        for v in self.vs:
+            v.check_store_files()
+
+    # -- consume queues: one task per queue directory -------------------------------------------
+    def load_queues(self) -> None:
+        specs = []
+        for sid, v in enumerate(self.vs):
+            base = os.path.join(v.root, "consumequeue")
+            if os.path.isdir(base):
+                for topic, qid, qdir in v._queue_dirs(base):
+                    specs.append((sid, len(specs), v.root, v.sizes, topic, qid, qdir))
+        rdd = self._tasks(_queue_task, specs, [_dir_bytes(s[-1]) for s in specs])
+        for sid, qorder, res, _ in sorted(rdd.map(lambda r: r[:3] + (None,)).collect(), key=lambda r: r[1]):
+            v = self.vs[sid]
+            v.replay(res["problems"])
+            if res["ok"]:
+                topic, qid = specs[qorder][4:6]
+                q = _Queue(topic, qid, res["rel"])
+                q.min, q.max, q.horizon = res["min"], res["max"], res["horizon"]
+                v.queues[(topic, qid)] = q
+                v.report.units += res["units"]
+                v.reported_units.update(res["reported"])
+        for v in self.vs:
+            v.report.queues = len(v.queues)
+            v.cq_horizon = max((q.horizon for q in v.queues.values()), default=-1)
+        self.units = self._persist(self._frame(rdd.flatMap(lambda r: r[3]), UNITS_SCHEMA))
+
+    # -- index: one task per index file ------------------------------------------------------------
+    def load_index(self) -> None:
+        specs = []
+        for sid, v in enumerate(self.vs):
+            d = os.path.join(v.root, "index")
+            if v.sizes.slots and os.path.isdir(d):
+                specs += [(sid, v.root, v.sizes, os.path.join(d, n)) for n in _listdir(d)
+                          if os.path.isfile(os.path.join(d, n))]
+        rdd = self._tasks(_index_task, specs, [_file_bytes(s[-1]) for s in specs])
+        for sid, rel, res, _ in rdd.map(lambda r: r[:3] + (None,)).collect():
+            if res is not None:
+                self.vs[sid].index_results[rel] = res
+        for v in self.vs:
+            v.load_index()
+        numbers = {(sid, ix.rel): ix.number for sid, v in enumerate(self.vs) for ix in v.index_files}
+        rows = rdd.flatMap(lambda r: [(r[0], phy, numbers[(r[0], r[1])], n, h, td) for phy, n, h, td in r[3]]
+                           if (r[0], r[1]) in numbers else [])
+        self.entries = self._persist(self._frame(rows, ENTRIES_SCHEMA))
+
+    # -- commitlog: one task per segment, the chain between segments on the driver ---------------------
+    def walk_commitlog(self) -> None:
+        specs = []
+        for sid, v in enumerate(self.vs):
+            cl = os.path.join(v.root, "commitlog")
+            if v.sizes.commitlog and v.sizes.commitlog > 8 and os.path.isdir(cl):
+                specs += [(sid, v.root, v.sizes, bool(v.index_files), os.path.join(cl, n)) for n in _listdir(cl)
+                          if _is_segment_name(n) and os.path.isfile(os.path.join(cl, n))]
+        rdd = self._tasks(_segment_task, specs, [_file_bytes(s[-1]) for s in specs])
+        for sid, rel, res, _ in rdd.map(lambda r: r[:3] + (None,)).collect():
+            if res is not None:
+                self.vs[sid].segment_results[rel] = res
+        for v in self.vs:
+            v.walk_commitlog()
+        self.records = self._persist(self._frame(rdd.flatMap(lambda r: r[3]), RECORD_FACTS_SCHEMA))
+        self.ctxs = [v.context() for v in self.vs]
+
+    # -- what the sequential walk checks at each record --------------------------------------------------
+    def record_checks(self) -> None:
+        from pyspark.sql import functions as F
+
+        r, u = self.records.alias("r"), self.units.alias("u")
+        dispatched = r.where(F.col("r.txn").isin(*_DISPATCHED))
+        matched = dispatched.join(u, (F.col("r.sid") == F.col("u.sid")) & (F.col("r.topic") == F.col("u.topic"))
+                                  & (F.col("r.qid") == F.col("u.qid")) & (F.col("r.qo") == F.col("u.n"))
+                                  & (F.col("r.phys") == F.col("u.offset")))
+        self.matched = self._persist(matched.select("r.sid", "r.topic", "r.qid", "u.n", "r.phys"))
+        # a match that disagrees (size, tags code)
+        for row in matched.where((F.col("u.usize") != F.col("r.size")) | (F.col("u.tags") != F.col("r.want"))) \
+                .select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.qid", "u.n", "u.offset", "u.usize",
+                        "u.tags", "r.size", "r.want").orderBy("sid", "phys").collect():
+            v = self.vs[row.sid]
+            v._compare_unit(v.queues[(row.topic, row.qid)], row.n, (row.offset, row.usize, row.tags), row.size,
+                            row.want, row.phys, row.rel, row.pos)
+        ctxs = self.ctxs
+        rows = []
+        # queue offsets per queue in log order: repartitioned by queue, sorted by offset, streamed
+        by_queue = dispatched.select("sid", "topic", "qid", "phys", "rel", "pos", "qo") \
+            .repartition("sid", "topic", "qid").sortWithinPartitions("sid", "topic", "qid", "phys")
+        rows += by_queue.rdd.mapPartitions(lambda it: _queue_gaps(ctxs, it)).collect()
+        # index entries at each record, and keys without an entry
+        if any(v.index_files for v in self.vs):
+            rows += self._record_index_rows().collect()
+        self._add_rows(rows)
+
+    def _record_index_rows(self):
+        from pyspark.sql import functions as F
+
+        at = self.entries.groupBy("sid", "phy").agg(
+            F.sort_array(F.collect_list(F.struct("fnum", "n", "h", "td"))).alias("entries"))
+        in_range = F.lit(False)
+        for sid, v in enumerate(self.vs):
+            lo, hi = v.index_range
+            if v.index_files and lo is not None:
+                in_range = in_range | ((F.col("r.sid") == sid) & (F.col("r.phys") >= lo) & (F.col("r.phys") < hi))
+        joined = self.records.alias("r").join(at.alias("e"), (F.col("r.sid") == F.col("e.sid"))
+                                              & (F.col("r.phys") == F.col("e.phy")), "left")
+        cand = joined.where(F.col("e.entries").isNotNull()
+                            | (in_range & (F.size("r.keys") > 0) & (F.col("r.txn") != TRANSACTION_ROLLBACK_TYPE)))
+        ctxs = self.ctxs
+        return cand.select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.txn", "r.ts", "r.keys",
+                           "e.entries").rdd.mapPartitions(lambda it: _record_index(ctxs, it))
+
+    def _add_rows(self, rows) -> None:
+        by_store: dict[int, list] = {}
+        for sid, tag, *rest in rows:
+            by_store.setdefault(sid, []).append((tag, *rest))
+        for sid, got in by_store.items():
+            _add_sorted(self.vs[sid], got)
+
+    # -- units that matched no record ----------------------------------------------------------------------
+    def forward(self) -> None:
+        from pyspark.sql import functions as F
+
+        key = ["sid", "topic", "qid", "n"]
+        left = self.units.join(self.matched.select(*key), key, "left_anti") \
+            .where((F.col("offset") >= 0) & (F.col("usize") > 0))
+        target = self.records.select(F.col("sid").alias("tsid"), F.col("phys").alias("tphys"), "rel", "pos",
+                                     F.col("topic").alias("ttopic"), F.col("qid").alias("tqid"), "qo", "sys_flag",
+                                     F.col("txn").isin(*_DISPATCHED).alias("dispatched"))
+        backed = self.matched.select(F.col("sid").alias("msid"), F.col("phys").alias("mphys"))
+        joined = left.join(target, (left["sid"] == target["tsid"]) & (left["offset"] == target["tphys"]), "left") \
+            .join(backed, (F.col("tsid") == F.col("msid")) & (F.col("tphys") == F.col("mphys")), "left")
+        ctxs = self.ctxs
+        out = joined.rdd.mapPartitions(lambda it: _forward(ctxs, it)).collect()
+        expired = [0] * len(self.vs)
+        problems = []
+        for sid, tag, *rest in out:
+            v = self.vs[sid]
+            if tag == "expired":
+                expired[sid] += rest[0]
+            elif tag == "past_end":
+                v.past_end.append(rest[0])
+            elif tag == "pointed":
+                v.forward_pointed.add(rest[0])
+            elif tag == "blamed":
+                v.blamed_records.add(rest[0])
+            elif tag == "reported":
+                v.reported_units.add(rest[0])
+            else:
+                problems.append((sid, tag, *rest))
+        self._add_rows(problems)
+        for sid, v in enumerate(self.vs):
+            v._report_expired_units(expired[sid], v.report.log_start if v.segments else 0)
+        self.ctxs = [v.context() for v in self.vs]
+        for v, ctx in zip(self.vs, self.ctxs):
+            ctx.forward_pointed = v.forward_pointed | v.blamed_records
+
+    # -- dispatched records that no unit points at ----------------------------------------------------------
+    def reverse(self) -> None:
+        from pyspark.sql import functions as F
+
+        pointed = [(sid, off) for sid, c in enumerate(self.ctxs) for off in c.forward_pointed]
+        pointed_df = self._frame(self.sc.parallelize(pointed, 1), "sid int, phys bigint")
+        unbacked = self.records.where(F.col("txn").isin(*_DISPATCHED)) \
+            .join(self.matched.select("sid", "phys"), ["sid", "phys"], "left_anti") \
+            .join(pointed_df, ["sid", "phys"], "left_anti")
+        units = self.units.select("sid", "topic", "qid", F.col("n").alias("qo"), F.col("offset").alias("uoff"))
+        joined = unbacked.join(units, ["sid", "topic", "qid", "qo"], "left")
+        ctxs = self.ctxs
+        out = self._persist_rdd(joined.rdd.mapPartitions(lambda it: _reverse(ctxs, it)))
+        self._add_rows(out.filter(lambda t: t[1] == "problem").collect())
+        missing = out.filter(lambda t: t[1] == "missing").map(lambda t: ((t[0], t[2]), (1, t[3][4], t[3][4], t[3]))) \
+            .reduceByKey(_merge_missing).collect()
+        undispatched = out.filter(lambda t: t[1] == "undispatched").map(lambda t: (t[0], (t[2], t[3]))) \
+            .reduceByKey(lambda a, b: (a[0] + b[0], min(a[1], b[1]))).collectAsMap()
+        by_store: dict[int, list] = {}
+        for (sid, cq_rel), agg in missing:
+            by_store.setdefault(sid, []).append((cq_rel, agg))
+        for sid, v in enumerate(self.vs):
+            groups = sorted(by_store.get(sid, []), key=lambda g: g[1][3][0])
+            v._report_unbacked(dict(groups), undispatched.get(sid))
+
+    def _persist_rdd(self, rdd):
+        rdd = rdd.persist()
+        self.cached.append(rdd)
+        return rdd
+
+    # -- index entries that point at no record ---------------------------------------------------------------
+    def unresolved_entries(self) -> None:
+        from pyspark.sql import Window
+        from pyspark.sql import functions as F
+
+        left = self.entries.join(self.records.select("sid", F.col("phys").alias("phy")), ["sid", "phy"], "left_anti")
+        first = F.min(F.struct("fnum", "n")).over(Window.partitionBy("sid", "phy"))
+        left = left.withColumn("first", first)
+        ctxs = self.ctxs
+        out = left.rdd.mapPartitions(lambda it: _unresolved(ctxs, it)).collect()
+        expired = [0] * len(self.vs)
+        problems = []
+        for sid, tag, *rest in out:
+            if tag == "expired":
+                expired[sid] += rest[0]
+            elif tag == "past_end":
+                self.vs[sid].past_end.append(rest[0])
+            else:
+                problems.append((sid, tag, *rest))
+        self._add_rows(problems)
+        for sid, v in enumerate(self.vs):
+            v._report_expired_entries(expired[sid], v.report.log_start if v.segments else 0)
+
+    def finish(self) -> None:
+        for v in self.vs:
+            v.finish_log_refs()
+            v.check_checkpoint()
+            v.report.abort = v.abort
+            v.report.log_end = v.data_end
+
+
+def _file_bytes(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
+
+
+def _dir_bytes(path: str) -> int:
+    return sum(_file_bytes(os.path.join(path, n)) for n in _listdir(path))
+
+
+# -- partition functions (run in tasks) -----------------------------------------------------------------
+
+def _queue_gaps(ctxs, rows):
+    stubs: dict[int, _Verifier] = {}
+    for row in rows:
+        v = stubs.get(row.sid)
+        if v is None:
+            v = stubs[row.sid] = _stub(ctxs[row.sid])
+            v.queue_next = {}
+        v._queue_offset_step(row.phys, row.rel, row.pos, (row.topic, row.qid), row.qo)
+        for got in _drain(v, (row.phys,)):
+            yield (row.sid, *got)
+
+
+def _record_index(ctxs, rows):
+    stubs: dict[int, _Verifier] = {}
+    for row in rows:
+        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        entries = [tuple(e) for e in row.entries] if row.entries else None
+        v._check_record_index(row.phys, row.rel, row.pos, row.topic, row.txn, row.ts, set(row.keys), entries)
+        for got in _drain(v, (row.phys,)):
+            yield (row.sid, *got)
+
+
+def _forward(ctxs, rows):
+    stubs: dict[int, _Verifier] = {}
+    expired: dict[int, int] = {}
+    for row in rows:
+        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        ctx = ctxs[row.sid]
+        key = (row.topic, row.qid)
+        target = None
+        if row.tphys is not None and row.offset >= ctx.log_start and row.offset < ctx.data_end:
+            target = (row.rel, row.pos, (row.ttopic, row.tqid, row.qo), row.sys_flag,
+                      not (row.dispatched and row.mphys is None))
+        pointed, blamed, reported = len(v.forward_pointed), len(v.blamed_records), len(v.reported_units)
+        expired[row.sid] = expired.get(row.sid, 0) + v._forward_unit(key, v.queues[key], row.n,
+                                                                    (row.offset, row.usize, row.tags),
+                                                                    ctx.log_start, target)
+        for got in _drain(v, (row.qorder, row.n)):
+            yield (row.sid, *got)
+        for off in v.past_end:
+            yield row.sid, "past_end", off
+        v.past_end.clear()
+        if len(v.forward_pointed) > pointed:
+            yield row.sid, "pointed", row.offset
+        if len(v.blamed_records) > blamed:
+            yield row.sid, "blamed", row.offset
+        if len(v.reported_units) > reported:
+            yield row.sid, "reported", (key, row.n)
+    for sid, n in expired.items():
+        yield sid, "expired", n
+
+
+def _reverse(ctxs, rows):
+    stubs: dict[int, _Verifier] = {}
+    for row in rows:
+        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        ctx = ctxs[row.sid]
+        if row.phys >= ctx.cq_horizon:
+            yield row.sid, "undispatched", 1, row.phys
+            continue
+        key = (row.topic, row.qid)
+        q = v.queues.get(key)
+        if q is not None and q.min <= row.qo < q.max:
+            if (key, row.qo) in ctx.reported_units:
+                continue  # that unit's problem is already reported
+            if row.uoff is not None:
+                v._unit_points_elsewhere(row.phys, row.rel, row.pos, key, row.qo, row.uoff)
+                for got in _drain(v, (row.phys,)):
+                    yield (row.sid, *got)
+                continue
+        yield row.sid, "missing", v._unit_file(key, row.qo), (row.phys, row.rel, row.pos, key, row.qo)
+
+
+def _merge_missing(a, b):
+    return a[0] + b[0], min(a[1], b[1]), max(a[2], b[2]), a[3] if a[3][0] < b[3][0] else b[3]
+
+
+def _unresolved(ctxs, rows):
+    stubs: dict[int, _Verifier] = {}
+    expired: dict[int, int] = {}
+    for row in rows:
+        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        expired[row.sid] = expired.get(row.sid, 0) + v._unresolved_entry(row.phy, row.fnum, row.n,
+                                                                          ctxs[row.sid].log_start)
+        for got in _drain(v, (row.first.fnum, row.first.n, row.fnum, row.n)):
+            yield (row.sid, *got)
+        for off in v.past_end:
+            yield row.sid, "past_end", off
+        v.past_end.clear()
+    for sid, n in expired.items():
+        yield sid, "expired", n
+
+
+# -- the entry point ----------------------------------------------------------------------------------------
+
+def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CAP,
+           progress: Callable[[int, int], None] | None = None):
+    """Verify one store or several on Spark; equal to :func:`rmqstore.verify.verify` on each.
+
+    ``paths``: a store root (or fixture folder holding ``store/``), an open
+    :class:`~rmqstore.store.MessageStore`, or a list of them -- a single one returns one
+    :class:`~rmqstore.verify.VerifyReport`, a list returns a list of reports in the same
+    order.  ``config`` gives the file sizes instead of inferring them from the files.
+    ``progress(done, total)`` is called after each phase.  Reading never writes to a store.
+    """
+    single = isinstance(paths, (str, os.PathLike)) or hasattr(paths, "root")
+    verifiers = []
+    for target in ([paths] if single else list(paths)):
+        root, sizes, problems = _prepare(target, config)
+        v = _SparkVerifier(root, sizes, max_problems_per_kind)
+        v.report.problems.extend(problems)
+        verifiers.append(v)
+    reports = _Run(spark, verifiers).run(progress)
+    return reports[0] if single else reports
