@@ -79,6 +79,7 @@ def test_07_power_cut_recovery_cuts_and_redispatches(tmp_path):
         first_put_of.setdefault(off // SEG_07, i)
     start = max(f for f, i in first_put_of.items() if i + 1 <= 117)
     assert "recover from this mapped file " in text and f"commitlog/{start * SEG_07:020d}\n" in text
+    assert f"abnormal recovery will start its walk at {start * SEG_07:020d} (the newest file" in text
     # the index file is newer than the checkpoint's index timestamp (0): dropped, and rebuilt only
     # from the records the walk re-dispatches (the start file on, the torn record excluded)
     rebuilt = sum(1 for off, *_ in puts[:-1] if off >= start * SEG_07)
