@@ -5,9 +5,10 @@ The README's FIRST fenced bash block is the main-job command::
     python3 -m pip install -e '.[jupyter]' && jupyter lab --allow-root notebooks/01_tour.ipynb
 
 * The install part is checked for what it asks (``pip install -e`` of the ``jupyter`` extra)
-  and that pyproject defines that extra with what the tour imports; it is not run here (the
-  suite already runs on an installed package).  That a fresh machine can run the install
-  itself is checked by ``.ci/run``, which starts from a fresh ``pip install -e``.
+  and that pyproject defines that extra with what the tour imports; it is not run here (no
+  ``pip install`` in the suite, which already runs on an installed package).  That pip
+  really installs the project on a fresh machine is checked by ``.ci/run``'s fresh install
+  (today ``pip install -e '.[dev]'``; the ``jupyter`` extra itself is only checked here).
 * The ``jupyter lab ...`` part is run exactly as written -- same program, same arguments, from
   the root of a checkout -- plus only test isolation: loopback ip, a free port, a token, no
   browser, temp config/data/runtime dirs, autosave off.  The "checkout" is a temp folder with

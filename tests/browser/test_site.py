@@ -103,6 +103,21 @@ def test_tour_page_shows_its_output_without_kernel(page, site, served, page_erro
     clean(page_errors, external_requests)
 
 
+def test_every_widget_output_renders(page, site, served, page_errors, external_requests):
+    """On every page each widget output area gets its view (the shim leaves none empty)."""
+    rendered = 0
+    for built in site.pages:
+        open_page(page, f"{served}/{built.href}", built.title)
+        outputs = page.locator(".rmq-output")
+        wait_until(lambda: outputs.evaluate_all("els => els.every(e => e.children.length > 0)"),
+                   message=f"every widget output of {built.href} rendered")
+        shown = outputs.evaluate_all("els => els.map(e => e.textContent)")
+        assert not [t for t in shown if "needs a running kernel" in t], (built.href, shown)
+        rendered += len(shown)
+    assert rendered >= 3, "notebooks 02, 03 and 04 each show a view"
+    clean(page_errors, external_requests)
+
+
 # ------------------------------------------------------------------------------ the views
 
 def printed_spans(text: str) -> list[list]:
