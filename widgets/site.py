@@ -11,14 +11,14 @@ state and renders it with the views' own ESM through the offline shim (``_shim.j
 
 Why nbconvert with an index page, not Jupyter Book 2
 ----------------------------------------------------
-Jupyter Book 2 is a front end to mystmd, a Node program: its HTML build downloads the site
-theme on first use, and its pages load their JavaScript (the React theme, and for Jupyter
-widgets a widget manager) at view time.  MyST's ``{anywidget}`` directive renders a widget
-from an ESM *URL* written in the markdown, not from a notebook's saved widget state, so our
-views as notebook outputs would not come back to life.  nbconvert's ``lab`` template, with
-every remote script removed and our shim added (``static_html._TEMPLATE``), does render
-them, offline; what it lacks is only a table of contents and navigation, which this module
-adds.  Nothing new to install: nbconvert, nbclient and mistune (nbconvert's own markdown
+Jupyter Book 2 is a front end to mystmd, a Node program whose HTML build downloads its site
+theme on first use (no network here).  Worse, a notebook's widget outputs do not come back
+to life in its pages: without a kernel they show "a Jupyter kernel connection is required"
+(jupyter-book/mystmd issue 449, still open), and MyST's ``{anywidget}`` directive renders a
+widget from an ESM *URL* written in the markdown, not from a notebook's saved widget state.
+nbconvert's ``lab`` template, with every remote script removed and our shim added
+(``static_html._TEMPLATE``), does render them, offline; what it lacks is only a table of
+contents and navigation, which this module adds.  Nothing new to install: nbconvert, nbclient and mistune (nbconvert's own markdown
 renderer, used here for the summaries) are already dependencies.
 
 The hard part is *no network*.  Exported pages keep hyperlinks (``<a href="https://...">``
