@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import pytest
 
@@ -18,7 +19,7 @@ pytest.importorskip("nbclient")
 
 from conftest import FIXTURES, NOTEBOOKS_DIR, manifest, notebook_text  # noqa: E402
 
-from rmqstore import Message, MessageStore, StoreConfig  # noqa: E402
+from rmqstore import Address, Message, MessageStore, StoreConfig, create_message_id  # noqa: E402
 from rmqstore.layout import message_length  # noqa: E402
 
 ROOT = NOTEBOOKS_DIR.parent
@@ -156,11 +157,21 @@ def test_08_delay_rewrite_and_batch():
     assert f"stored on SCHEDULE_TOPIC_XXXX/17; REAL_TOPIC=DelayTopic REAL_QID=1 DELAY=18; store timestamp {t19}" in text
     assert "stored on DelayTopic/1; REAL_TOPIC=None REAL_QID=None DELAY=0" in text
     assert f"tags code {t3 + 10_000})" in text and f"tags code {t19 + 7_200_000})" in text
-    assert "one put: wrote_offset 1254, wrote_bytes 630, msg_num 5, first queue offset 1" in text
+    # a PREPARED message with DELAY is not rewritten and gets no unit
+    assert "DelayTopic           q1  queue_offset 0   sys_flag 0x04 TXN_PREPARED  prepared_txn_offset 0     " \
+           "KEYS=prepared-delay TAGS=D DELAY=3" in text
+    assert text.count("  consume queue DelayTopic/1: 1 unit(s)") == 2
+    # the batch: five records of one size side by side, one put, consecutive queue offsets from 1
+    size = message_length(0, len(b"item-0"), len("BatchTopic"), len("KEYS\x01batch-0\x02TAGS\x01B"))
+    start = int(re.search(r"one put: wrote_offset (\d+), ", text).group(1))
+    assert f"one put: wrote_offset {start}, wrote_bytes {5 * size}, msg_num 5, first queue offset 1" in text
     for k in range(5):
-        assert f"queue_offset {k + 1}   sys_flag 0x00 -             prepared_txn_offset 0     KEYS=batch-{k} TAGS=B" in text
-        assert f"    unit {k + 1}: (offset {1254 + 126 * k}, size 126, tags code {ord('B')})" in text
-    assert "records end at 1884 = wrote_offset + wrote_bytes: True" in text
+        assert (f"@{start + k * size:<5d} BatchTopic           q0  queue_offset {k + 1}   sys_flag 0x00 -             "
+                f"prepared_txn_offset 0     KEYS=batch-{k} TAGS=B") in text
+        assert f"    unit {k + 1}: (offset {start + k * size}, size {size}, tags code {ord('B')})" in text
+    ids = [create_message_id(Address.parse("198.51.100.7:10911"), start + k * size) for k in range(5)]
+    assert f"msg ids: {ids}" in text
+    assert f"records end at {start + 5 * size} = wrote_offset + wrote_bytes: True" in text
 
 
 def test_08_sample_store_counts_follow_make_samples():
