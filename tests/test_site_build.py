@@ -38,7 +38,7 @@ def links(page: str, rel: str) -> set[str]:
 def small_site(tmp_path_factory):
     """Three small notebooks (written out of name order), executed into a site."""
     src = tmp_path_factory.mktemp("notebooks")
-    write_notebook(src, "b_second.ipynb", ("md", "Intro text before any heading.\n\n## Second *page*\n\n"
+    write_notebook(src, "b_second.ipynb", ("md", "Intro text before any heading.\n\n## Second *page* with `x < y`\n\n"
                                                   "Here the summary has `code.with.dots` in it. Not this."),
                    ("code", "print('second computed', sum(range(10)))"))
     write_notebook(src, "a_first.ipynb", ("md", "# First page\n\nA **bold** claim: it works! Then more."),
@@ -53,7 +53,7 @@ def test_one_page_per_notebook_in_name_order(small_site):
     src, out, site = small_site
     assert [p.name for p in site.pages] == ["a_first", "b_second", "c_third"]
     assert sorted(p.name for p in out.iterdir()) == ["a_first.html", "b_second.html", "c_third.html", "index.html"]
-    assert [p.title for p in site.pages] == ["First page", "Second *page*", "c_third"]
+    assert [p.title for p in site.pages] == ["First page", "Second page with x < y", "c_third"]
 
 
 def test_pages_hold_the_executed_outputs(small_site):
@@ -73,7 +73,8 @@ def test_index_lists_titles_and_one_sentence_summaries(small_site):
                          r'<p class="rmq-summary" data-testid="toc-summary">(.*?)</p></li>', index)
     assert entries == [
         ("a_first", "a_first.html", "First page", "A <strong>bold</strong> claim: it works!"),
-        ("b_second", "b_second.html", "Second *page*", "Here the summary has <code>code.with.dots</code> in it."),
+        ("b_second", "b_second.html", "Second page with x &lt; y",
+         "Here the summary has <code>code.with.dots</code> in it."),
         ("c_third", "c_third.html", "c_third", ""),
     ]
 

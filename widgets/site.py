@@ -117,8 +117,8 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 
 
 def notebook_title(nb, fallback: str) -> tuple[str, str]:
-    """``(title, summary markdown)``: the first markdown heading and the first sentence of the
-    paragraph that follows it (``fallback`` and "" when the notebook has no heading)."""
+    """``(title, summary markdown)``: the first markdown heading as plain text and the first
+    sentence of the paragraph that follows it (``fallback`` and "" when there is no heading)."""
     for cell in nb.cells:
         if cell.cell_type != "markdown":
             continue
@@ -126,7 +126,8 @@ def notebook_title(nb, fallback: str) -> tuple[str, str]:
         for i, line in enumerate(lines):
             m = _HEADING.match(line)
             if m:
-                return m.group(1), _first_sentence(lines[i + 1:])
+                title = _html.unescape(re.sub(r"<[^>]+>", "", _inline_markdown(m.group(1))))
+                return title, _first_sentence(lines[i + 1:])
     return fallback, ""
 
 
