@@ -16,7 +16,7 @@ nbformat = pytest.importorskip("nbformat")
 pytest.importorskip("nbconvert")
 
 from conftest import NOTEBOOKS_DIR, run_cli  # noqa: E402
-from rmqstore.widgets.site import SiteError, build_site, find_notebooks, remote_resources  # noqa: E402
+from rmqstore.widgets.site import SiteError, build_site, find_notebooks, notebook_title, remote_resources  # noqa: E402
 
 
 def write_notebook(folder: Path, name: str, *cells) -> Path:
@@ -143,6 +143,11 @@ def test_find_notebooks_order_and_errors(tmp_path):
         find_notebooks(tmp_path / "empty")
     with pytest.raises(SiteError, match="same page: a"):
         find_notebooks([a, a])
+    with pytest.raises(SiteError, match="index.ipynb would overwrite the site's index.html"):
+        find_notebooks([a, write_notebook(tmp_path / "empty", "index.ipynb", ("md", "# I"))])
+    # a closing run of '#' is not part of the heading; a '#' inside a word is
+    title, _ = notebook_title(nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("## C# and F# ##")]), "x")
+    assert title == "C# and F#"
 
 
 def test_the_real_notebooks_titles_and_cli(tmp_path):

@@ -107,13 +107,15 @@ def find_notebooks(notebooks=None) -> list[Path]:
     if not found:
         raise SiteError(f"no notebooks (*.ipynb) in {', '.join(map(str, notebooks))}")
     names = [p.stem for p in found]
+    if "index" in names:
+        raise SiteError("a notebook named index.ipynb would overwrite the site's index.html; rename it")
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise SiteError(f"two notebooks would write the same page: {', '.join(twice)}")
     return found
 
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)(?:\s+#+)?\s*$")
 
 
 def notebook_title(nb, fallback: str) -> tuple[str, str]:
