@@ -8,7 +8,8 @@ The README's FIRST fenced bash block is the main-job command::
   and that pyproject defines that extra with what the tour imports; it is not run here (no
   ``pip install`` in the suite, which already runs on an installed package).  That pip
   really installs the project on a fresh machine is checked by ``.ci/run``'s fresh install
-  (today ``pip install -e '.[dev]'``; the ``jupyter`` extra itself is only checked here).
+  (``pip install -e '.[jupyter,dev]'``, the README's test command: the main job's extra is
+  installed from scratch there too).
 * The ``jupyter lab ...`` part is run exactly as written -- same program, same arguments, from
   the root of a checkout -- plus only test isolation: loopback ip, a free port, a token, no
   browser, temp config/data/runtime dirs, autosave off.  The "checkout" is a temp folder with
