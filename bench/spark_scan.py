@@ -68,6 +68,7 @@ class GeneratedStore:
 
     root: str
     segment_size: int
+    requested_bytes: int = 0  # the size asked for (records end at the first record past it)
     segments: int = 0
     records: int = 0
     record_bytes: int = 0  # sum of the records' total sizes
@@ -118,7 +119,7 @@ def generate_store(root: str, total_bytes: int, segment_size: int = 1 << 30, *, 
     queues = _ConsumeQueues(root)
     tags_codes = {f"t{n}": java_string_hash(f"t{n}") for n in range(8)}
     next_queue_offset: dict = {}
-    out = GeneratedStore(root, segment_size)
+    out = GeneratedStore(root, segment_size, total_bytes)
     store_ts = 1_790_000_000_000
     phys = 0
     f = None
@@ -184,7 +185,7 @@ def generate_store(root: str, total_bytes: int, segment_size: int = 1 << 30, *, 
 def open_or_generate(root: str, size: int, segment_size: int) -> GeneratedStore:
     """The store cached at ``root`` when it was generated with these sizes, else a fresh one."""
     gen = GeneratedStore.load(root)
-    if gen is not None and gen.segment_size == segment_size and gen.record_bytes >= size:
+    if gen is not None and (gen.segment_size, gen.requested_bytes) == (segment_size, size):
         return gen
     if os.path.exists(root) and os.listdir(root) and gen is None:
         raise SystemExit(f"{root} exists and was not made by this script (no generated.json): refusing to "
@@ -246,7 +247,8 @@ def spark_session(cores: int):
     from rmqstore.spark import register
 
     spark = (SparkSession.builder.master(f"local[{cores}]").appName(f"rmqstore-bench-{cores}")
-             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", str(cores))
+             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+             .config("spark.sql.shuffle.partitions", str(cores))
              .config("spark.driver.memory", "2g").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
