@@ -153,7 +153,10 @@ def _stats(spark, args, io) -> int:
     if args.json:
         _json_out(io, result)
     else:
-        _print_stats(_Out(io), result)
+        out = _Out(io)
+        out.kv([("spark", f"master {spark.sparkContext.master}, {df.rdd.getNumPartitions()} partition(s) "
+                          f"over {len(args.stores)} store(s)")])
+        _print_stats(out, result)
     return 0
 
 
