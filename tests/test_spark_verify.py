@@ -46,6 +46,7 @@ def clean_stores() -> list[Path]:
     return roots + [engine_store(), REPO / "data" / "sample_store"]
 
 
+@pytest.mark.slow  # ~30-60 s on a loaded 2-core machine: the first Spark jobs start the Python workers
 def test_equal_on_every_fixture_and_engine_stores(spark):
     roots = clean_stores()
     reports = spark_verify(spark, roots)
@@ -194,6 +195,7 @@ def damaged(spark, tmp_path_factory):
     return {fid: (root, rep) for (fid, root), rep in zip(roots.items(), reports)}
 
 
+@pytest.mark.slow  # the 27 copies go through one Spark call (~30 s on a loaded machine)
 @pytest.mark.parametrize("fid", list(FAULTS))
 def test_equal_on_damaged_store(damaged, fid):
     root, got = damaged[fid]
@@ -211,3 +213,18 @@ def test_cap_lists_the_same_problems(spark, tmp_path):
     got = spark_verify(spark, root, max_problems_per_kind=3)  # one path: one report
     assert expected.suppressed.get("body_crc", 0) > 10
     assert_same(expected, got, "cap 3")
+
+
+def test_not_a_store_and_a_store_without_queues_or_index(spark, tmp_path):
+    """Stores with parts missing: no commitlog (not a store), and a commitlog alone."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    bare = copy_store("basic", str(tmp_path / "bare"))
+    for sub in ("consumequeue", "index"):
+        for p in sorted((bare / sub).rglob("*"), reverse=True):
+            p.unlink() if p.is_file() else p.rmdir()
+        (bare / sub).rmdir()
+    got = spark_verify(spark, [empty, bare])
+    for root, report in zip([empty, bare], got):
+        assert_same(verify(root), report, str(root))
+    assert "not_a_store" in {p.kind for p in got[0].problems} and got[1].records > 0 and got[1].units == 0

@@ -373,22 +373,24 @@ class _Run:
                                   & (F.col("r.qid") == F.col("u.qid")) & (F.col("r.qo") == F.col("u.n"))
                                   & (F.col("r.phys") == F.col("u.offset")))
         self.matched = self._persist(matched.select("r.sid", "r.topic", "r.qid", "u.n", "r.phys"))
-        # a match that disagrees (size, tags code)
-        for row in matched.where((F.col("u.usize") != F.col("r.size")) | (F.col("u.tags") != F.col("r.want"))) \
-                .select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.qid", "u.n", "u.offset", "u.usize",
-                        "u.tags", "r.size", "r.want").orderBy("sid", "phys").collect():
-            v = self.vs[row.sid]
-            v._compare_unit(v.queues[(row.topic, row.qid)], row.n, (row.offset, row.usize, row.tags), row.size,
-                            row.want, row.phys, row.rel, row.pos)
         ctxs = self.ctxs
-        rows = []
+        # a match that disagrees (size, tags code)
+        out = matched.where((F.col("u.usize") != F.col("r.size")) | (F.col("u.tags") != F.col("r.want"))) \
+            .select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.qid", "u.n", "u.offset", "u.usize", "u.tags",
+                    "r.size", "r.want").rdd.mapPartitions(lambda it: _compare(ctxs, it))
         # queue offsets per queue in log order: repartitioned by queue, sorted by offset, streamed
         by_queue = dispatched.select("sid", "topic", "qid", "phys", "rel", "pos", "qo") \
             .repartition("sid", "topic", "qid").sortWithinPartitions("sid", "topic", "qid", "phys")
-        rows += by_queue.rdd.mapPartitions(lambda it: _queue_gaps(ctxs, it)).collect()
+        out = out.union(by_queue.rdd.mapPartitions(lambda it: _queue_gaps(ctxs, it)))
         # index entries at each record, and keys without an entry
         if any(v.index_files for v in self.vs):
-            rows += self._record_index_rows().collect()
+            out = out.union(self._record_index_rows())
+        rows = []
+        for sid, tag, *rest in out.collect():
+            if tag == "reported":
+                self.vs[sid].reported_units.add(rest[0])
+            else:
+                rows.append((sid, tag, *rest))
         self._add_rows(rows)
 
     def _record_index_rows(self):
@@ -466,23 +468,21 @@ class _Run:
         units = self.units.select("sid", "topic", "qid", F.col("n").alias("qo"), F.col("offset").alias("uoff"))
         joined = unbacked.join(units, ["sid", "topic", "qid", "qo"], "left")
         ctxs = self.ctxs
-        out = self._persist_rdd(joined.rdd.mapPartitions(lambda it: _reverse(ctxs, it)))
-        self._add_rows(out.filter(lambda t: t[1] == "problem").collect())
-        missing = out.filter(lambda t: t[1] == "missing").map(lambda t: ((t[0], t[2]), (1, t[3][4], t[3][4], t[3]))) \
-            .reduceByKey(_merge_missing).collect()
-        undispatched = out.filter(lambda t: t[1] == "undispatched").map(lambda t: (t[0], (t[2], t[3]))) \
-            .reduceByKey(lambda a, b: (a[0] + b[0], min(a[1], b[1]))).collectAsMap()
+        # one job: problems pass through, missing units and undispatched records are aggregated
+        out = joined.rdd.mapPartitions(lambda it: _reverse(ctxs, it)).reduceByKey(_merge_unbacked).collect()
+        problems, undispatched = [], {}
         by_store: dict[int, list] = {}
-        for (sid, cq_rel), agg in missing:
-            by_store.setdefault(sid, []).append((cq_rel, agg))
+        for key, (tag, value) in out:
+            if tag == "problem":
+                problems.append(value)
+            elif tag == "missing":
+                by_store.setdefault(key[1], []).append((key[2], value))
+            else:
+                undispatched[key[1]] = value
+        self._add_rows(problems)
         for sid, v in enumerate(self.vs):
             groups = sorted(by_store.get(sid, []), key=lambda g: g[1][3][0])
             v._report_unbacked(dict(groups), undispatched.get(sid))
-
-    def _persist_rdd(self, rdd):
-        rdd = rdd.persist()
-        self.cached.append(rdd)
-        return rdd
 
     # -- index entries that point at no record ---------------------------------------------------------------
     def unresolved_entries(self) -> None:
@@ -540,6 +540,20 @@ def _queue_gaps(ctxs, rows):
             yield (row.sid, *got)
 
 
+def _compare(ctxs, rows):
+    stubs: dict[int, _Verifier] = {}
+    for row in rows:
+        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        key = (row.topic, row.qid)
+        v.reported_units = set()  # what this comparison reports
+        v._compare_unit(v.queues[key], row.n, (row.offset, row.usize, row.tags), row.size, row.want, row.phys,
+                        row.rel, row.pos)
+        for got in _drain(v, (row.phys,)):
+            yield (row.sid, *got)
+        for reported in v.reported_units:
+            yield row.sid, "reported", reported
+
+
 def _record_index(ctxs, rows):
     stubs: dict[int, _Verifier] = {}
     for row in rows:
@@ -586,7 +600,7 @@ def _reverse(ctxs, rows):
         v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
         ctx = ctxs[row.sid]
         if row.phys >= ctx.cq_horizon:
-            yield row.sid, "undispatched", 1, row.phys
+            yield ("undispatched", row.sid), ("undispatched", (1, row.phys))
             continue
         key = (row.topic, row.qid)
         q = v.queues.get(key)
@@ -596,13 +610,20 @@ def _reverse(ctxs, rows):
             if row.uoff is not None:
                 v._unit_points_elsewhere(row.phys, row.rel, row.pos, key, row.qo, row.uoff)
                 for got in _drain(v, (row.phys,)):
-                    yield (row.sid, *got)
+                    yield ("problem", row.sid, row.phys, got[2]), ("problem", (row.sid, *got))
                 continue
-        yield row.sid, "missing", v._unit_file(key, row.qo), (row.phys, row.rel, row.pos, key, row.qo)
+        first = (row.phys, row.rel, row.pos, key, row.qo)
+        yield ("missing", row.sid, v._unit_file(key, row.qo)), ("missing", (1, row.qo, row.qo, first))
 
 
-def _merge_missing(a, b):
-    return a[0] + b[0], min(a[1], b[1]), max(a[2], b[2]), a[3] if a[3][0] < b[3][0] else b[3]
+def _merge_unbacked(a, b):
+    """Missing units of one file: (records, lowest, highest queue offset, first record); undispatched
+    records of one store: (records, first offset).  Problems have keys of their own."""
+    tag, x = a
+    y = b[1]
+    if tag == "missing":
+        return tag, (x[0] + y[0], min(x[1], y[1]), max(x[2], y[2]), x[3] if x[3][0] < y[3][0] else y[3])
+    return tag, (x[0] + y[0], min(x[1], y[1]))
 
 
 def _unresolved(ctxs, rows):
