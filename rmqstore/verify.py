@@ -1245,24 +1245,27 @@ def verify(target, *, progress: Callable[[int, int], None] | None = None, config
     total)`` is called with bytes of files examined.  Raises
     :class:`~rmqstore.errors.StoreError` only when ``target`` is not a directory.
     """
-    problems: list[Problem] = []
-    if hasattr(target, "root") and hasattr(target, "config"):
-        root = str(target.root)
-        sizes = _sizes_of(config or target.config)
-    else:
-        root = resolve_store_root(target)
-        if config is not None:
-            sizes = _sizes_of(config)
-        else:
-            sizes = _infer_sizes(root)
-            from .store import open_store
-
-            try:
-                store = open_store(root, read_only=True)
-            except RmqStoreError as exc:
-                problems.append(Problem("unopenable", ".", None, f"open_store(read_only=True) refuses this store: {exc}"))
-            else:
-                store.close()
+    root, sizes, problems = _prepare(target, config)
     v = _Verifier(root, sizes, progress, max_problems_per_kind)
     v.report.problems.extend(problems)
     return v.run()
+
+
+def _prepare(target, config: StoreConfig | None) -> tuple[str, _Sizes, list[Problem]]:
+    """The store root, its sizes, and the ``unopenable`` problem of a path that open_store refuses."""
+    problems: list[Problem] = []
+    if hasattr(target, "root") and hasattr(target, "config"):
+        return str(target.root), _sizes_of(config or target.config), problems
+    root = resolve_store_root(target)
+    if config is not None:
+        return root, _sizes_of(config), problems
+    sizes = _infer_sizes(root)
+    from .store import open_store
+
+    try:
+        store = open_store(root, read_only=True)
+    except RmqStoreError as exc:
+        problems.append(Problem("unopenable", ".", None, f"open_store(read_only=True) refuses this store: {exc}"))
+    else:
+        store.close()
+    return root, sizes, problems
