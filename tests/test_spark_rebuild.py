@@ -149,8 +149,9 @@ def engine_store(tmp_path_factory):
     return root
 
 
-def test_rebuild_equals_dispatch_on_engine_store(spark, engine_store, tmp_path):
-    result = rebuild(spark, engine_store, tmp_path / "out", config=TINY)
+@pytest.mark.parametrize("split", [1500, 1 << 26], ids=["mid-segment-splits", "whole-segments"])
+def test_rebuild_equals_dispatch_on_engine_store(spark, engine_store, tmp_path, split):
+    result = rebuild(spark, engine_store, tmp_path / "out", config=TINY, split_size=split)
     names = assert_same_as_dispatch(tmp_path / "out", engine_store, result)
     assert_naming_rule(tmp_path / "out" / "index", result.index_files)
     assert len(names) > 3 and result.index_entries == (len(names) - 1) * PER_FILE
@@ -184,3 +185,25 @@ def test_clear_errors(spark, tmp_path):
     with pytest.raises(StoreError, match="already holds files"):
         rebuild(spark, FIXTURES / "basic", tmp_path / "full")
     assert not os.path.exists(FIXTURES / "basic" / "store" / "rebuilt")
+
+
+def test_rebuild_after_the_first_segment_is_gone(spark, engine_store, tmp_path):
+    """Old segments deleted (as RocketMQ's cleanup does), queues dispatched afresh from the log's new start:
+    queues begin mid-file with pre-blank filler; the rebuild writes the same files as the engine's re-dispatch."""
+    root = tmp_path / "store"
+    shutil.copytree(engine_store, root)
+    for sub in ("consumequeue", "index"):
+        shutil.rmtree(root / sub)
+    (root / "checkpoint").unlink()
+    os.remove(sorted((root / "commitlog").iterdir())[0])
+    store = MessageStore(root, TINY)  # loads, then dispatches the remaining log from its first byte
+    store.start()
+    try:
+        assert store.wait_dispatched()
+    finally:
+        store.shutdown()
+    pre_blank = (0).to_bytes(8, "big") + (0x7FFFFFFF).to_bytes(4, "big") + bytes(8)
+    first_units = [(root / "consumequeue" / rel).read_bytes()[:20] for rel in files_under(root / "consumequeue")]
+    assert pre_blank in first_units  # some queue starts with filler
+    result = rebuild(spark, root, tmp_path / "out", config=TINY)
+    assert_same_as_dispatch(tmp_path / "out", root, result)

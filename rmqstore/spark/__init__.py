@@ -19,9 +19,10 @@ byte for byte what the engine's dispatch writes.
 from .commitlog_source import COMMITLOG_SCHEMA, CommitLogDataSource
 from .consumequeue_source import CONSUME_QUEUE_SCHEMA, ConsumeQueueDataSource
 from .index_source import INDEX_SCHEMA, IndexDataSource
+from .rebuild import RebuildResult, rebuild
 
 __all__ = ["CommitLogDataSource", "COMMITLOG_SCHEMA", "ConsumeQueueDataSource", "CONSUME_QUEUE_SCHEMA",
-           "IndexDataSource", "INDEX_SCHEMA", "register"]
+           "IndexDataSource", "INDEX_SCHEMA", "register", "rebuild", "RebuildResult"]
 
 _SOURCES = (CommitLogDataSource, ConsumeQueueDataSource, IndexDataSource)
 
