@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,10 @@ pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from conftest import ALL_FIXTURES, FIXTURES  # noqa: E402
-from test_verify import copy_store, engine_store, files_of, flip, messages_of, store_root, units_of  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_verify import (copy_store, engine_store, faults, files_of, flip, messages_of, store_root,  # noqa: E402
+                         units_of)
 
 from rmqstore.spark.verify import verify as spark_verify  # noqa: E402
 from rmqstore.sysflag import TRANSACTION_PREPARED_TYPE  # noqa: E402
@@ -203,6 +207,25 @@ def test_equal_on_damaged_store(damaged, fid):
     assert FAULTS[fid][2] in {p.kind for p in expected.problems} | {k.split(":")[-1] for k in expected.suppressed}, \
         f"{fid}: the fault was not found: {sorted({p.kind for p in expected.problems})}"
     assert_same(expected, got, fid)
+
+
+@pytest.mark.slow
+@settings(max_examples=1, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(drawn=st.lists(faults(), min_size=8, max_size=8, unique_by=lambda f: f[1]))
+def test_equal_on_random_faults(spark, drawn):
+    """test_verify's random faults (body, header field, unit, truncation, appended bytes, removed file):
+    eight different ones, fixed by ``derandomize``, through one Spark call."""
+    with tempfile.TemporaryDirectory() as tmp:
+        roots = []
+        for i, (name, what, apply, rel, span) in enumerate(drawn):
+            root = copy_store(name, os.path.join(tmp, str(i)))
+            apply(root)
+            roots.append((what, root))
+        reports = spark_verify(spark, [root for _, root in roots])
+        for (what, root), got in zip(roots, reports):
+            expected = verify(root)
+            assert not expected.ok, what
+            assert_same(expected, got, what)
 
 
 def test_cap_lists_the_same_problems(spark, tmp_path):
