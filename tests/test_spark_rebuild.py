@@ -207,3 +207,22 @@ def test_rebuild_after_the_first_segment_is_gone(spark, engine_store, tmp_path):
     assert pre_blank in first_units  # some queue starts with filler
     result = rebuild(spark, root, tmp_path / "out", config=TINY)
     assert_same_as_dispatch(tmp_path / "out", root, result)
+
+
+def test_rebuild_of_a_log_without_keys(spark, tmp_path):
+    """No key to index (none given, or only on a rolled-back record): the engine still creates one empty file."""
+    root = tmp_path / "store"
+    store = MessageStore(root, TINY)
+    store.start()
+    try:
+        for i in range(3):
+            _put(store, "NoKeys", i, queue_id=i)
+        _put(store, "NoKeys", 3, sys_flag=TRANSACTION_ROLLBACK_TYPE, KEYS="never indexed")
+        assert store.wait_dispatched()
+    finally:
+        store.shutdown()
+    result = rebuild(spark, root, tmp_path / "out", config=TINY)
+    assert_same_as_dispatch(tmp_path / "out", root, result)
+    assert result.index_entries == 0 and len(result.index_files) == 1
+    assert (tmp_path / "out" / "index" / result.index_files[0]).read_bytes().count(0) == \
+        (tmp_path / "out" / "index" / result.index_files[0]).stat().st_size
