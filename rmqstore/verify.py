@@ -851,11 +851,14 @@ class _Verifier:
         """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
         return _first_nonzero(f.buf, pos, f.size)
 
-    def _walk_segment(self, start: int, f: _MappedFile, seg_size: int):
+    def _walk_segment(self, start: int, f: _MappedFile, seg_size: int, pos: int = 0, stop: int | None = None):
+        """Follow the size chain of one segment from ``pos`` (a record start); with ``stop``, return
+        ("range_end", p) at the first record start p >= stop (a byte range's walk, see rmqstore.spark.verify)."""
         buf, n = f.buf, f.size
-        pos = 0
         delay_levels = self.sizes.delay_levels
         while True:
+            if stop is not None and pos >= stop:
+                return ("range_end", pos)
             if pos == n or n - pos < 8:
                 left = n - pos
                 self.add("no_blank", f.rel, pos, f"the file ends {left} byte{'s' * (left != 1)} after its last record, "
