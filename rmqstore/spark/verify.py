@@ -56,7 +56,9 @@ from typing import Callable
 from ..dispatch import tags_code_of
 from ..index import index_key_hash
 from ..properties import string_to_properties
+from ..ranges import find_record_start
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from .commitlog_source import DEFAULT_SPLIT
 from ..verify import (_DETAIL_CAP, _IndexFile, _is_segment_name, _listdir, _MappedFile, _prepare, _Queue,
                       _record_keys, _Sizes, _Verifier, _first_nonzero, VerifyReport)
 
@@ -147,26 +149,74 @@ class _SegmentWalker(_Verifier):
                            tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels), keys))
 
 
-def _segment_task(spec):
-    """Walk one segment: (sid, rel, summary or None, record facts)."""
-    sid, root, sizes, with_keys, path = spec
+def _range_task(spec):
+    """Walk the records of one segment that start in the byte range [a, b):
+    (sid, rel, a, summary or None, record facts).  The whole segment is the range (0, size)."""
+    sid, root, sizes, with_keys, path, a, b = spec
     v = _SegmentWalker(root, sizes, sid, with_keys)
     with v._stack:
         f = v.open(path)
         if f is None:
-            return sid, v.rel(path), None, []
+            return sid, v.rel(path), a, None, []
+        base = int(os.path.basename(path))
+        b = min(b, f.size) if a else b  # the first range always walks (an empty file has no blank)
+        last = b >= f.size
+        begin = 0 if a == 0 else find_record_start(f.buf, base, a, b)
         v.data_end = None
-        state = v._walk_segment(int(os.path.basename(path)), f, sizes.commitlog)
+        state = ("none",) if begin is None else \
+            v._walk_segment(base, f, sizes.commitlog, begin, None if last else b)
+        at = state[1] if state[0] in ("unwritten", "range_end") else None
         summary = {
             # the queue-offset check runs across segments, in the joins
             "problems": [p for p in v.report.problems if p.kind != "queue_offset_gap"],
-            "state": state[0], "at": state[1] if state[0] == "unwritten" else None,
+            "begin": begin, "end": b, "state": state[0], "at": at,
             "records": v.report.records, "blanks": v.report.blanks, "data_end": v.data_end,
             "max_ts": v.max_store_ts, "corrupt_regions": v.corrupt_regions,
-            "nonzero_from_0": _first_nonzero(f.buf, 0, f.size),
-            "nonzero_after_end": _first_nonzero(f.buf, state[1], f.size) if state[0] == "unwritten" else None,
+            "nonzero": _first_nonzero(f.buf, a, min(b, f.size)),
+            "nonzero_after_end": _first_nonzero(f.buf, at, min(b, f.size)) if state[0] == "unwritten" else None,
         }
-        return sid, f.rel, summary, v.facts
+        return sid, f.rel, a, summary, v.facts
+
+
+def _stitch(ranges: list[dict]) -> list[int] | None:
+    """Which ranges of one segment (in order) hold the sequential walk: their indexes, or None when
+    a range did not start where the walk before it ended (damage at a boundary: walk it whole).
+
+    A range's walk is the sequential one exactly when it begins where the previous range's walk
+    stopped (the first record start at or after the boundary); a range that the previous walk
+    jumped over entirely (one record spanning it) holds nothing; after a walk that ended the
+    segment (blank, zeros, damage, end of file) later ranges hold nothing."""
+    taken = [0]
+    cursor = ranges[0]
+    for i in range(1, len(ranges)):
+        if cursor["state"] != "range_end":
+            break
+        r = ranges[i]
+        if cursor["at"] >= r["end"]:
+            continue  # one record covers this whole range
+        if r["begin"] != cursor["at"]:
+            return None
+        taken.append(i)
+        cursor = r
+    return taken
+
+
+def _merge_ranges(ranges: list[dict], taken: list[int]) -> dict:
+    """One segment's summary from its ranges' walks (``taken``) and zero scans (all ranges)."""
+    walks = [ranges[i] for i in taken]
+    final = walks[-1]
+    after = [r["nonzero"] for r in ranges[taken[-1] + 1:] if r["nonzero"] is not None]
+    data_ends = [r["data_end"] for r in walks if r["data_end"] is not None]
+    return {
+        "problems": [p for r in walks for p in r["problems"]],
+        "state": final["state"], "at": final["at"],
+        "records": sum(r["records"] for r in walks), "blanks": sum(r["blanks"] for r in walks),
+        "data_end": data_ends[-1] if data_ends else None, "max_ts": max(r["max_ts"] for r in walks),
+        "corrupt_regions": [c for r in walks for c in r["corrupt_regions"]],
+        "nonzero_from_0": min((r["nonzero"] for r in ranges if r["nonzero"] is not None), default=None),
+        "nonzero_after_end": None if final["state"] != "unwritten" else
+        (final["nonzero_after_end"] if final["nonzero_after_end"] is not None else min(after, default=None)),
+    }
 
 
 def _queue_task(spec):
@@ -263,8 +313,8 @@ def _add_sorted(v: _SparkVerifier, rows) -> None:
 
 
 class _Run:
-    def __init__(self, spark, verifiers: list[_SparkVerifier]):
-        self.spark, self.sc, self.vs = spark, spark.sparkContext, verifiers
+    def __init__(self, spark, verifiers: list[_SparkVerifier], split: int):
+        self.spark, self.sc, self.vs, self.split = spark, spark.sparkContext, verifiers, split
         self.cached = []
 
     def _tasks(self, fn, specs, sizes: list[int]):
@@ -352,15 +402,36 @@ class _Run:
         for sid, v in enumerate(self.vs):
             cl = os.path.join(v.root, "commitlog")
             if v.sizes.commitlog and v.sizes.commitlog > 8 and os.path.isdir(cl):
-                specs += [(sid, v.root, v.sizes, bool(v.index_files), os.path.join(cl, n)) for n in _listdir(cl)
-                          if _is_segment_name(n) and os.path.isfile(os.path.join(cl, n))]
-        rdd = self._tasks(_segment_task, specs, [_file_bytes(s[-1]) for s in specs])
-        for sid, rel, res, _ in rdd.map(lambda r: r[:3] + (None,)).collect():
+                for n in _listdir(cl):
+                    path = os.path.join(cl, n)
+                    if _is_segment_name(n) and os.path.isfile(path):
+                        size = _file_bytes(path)
+                        specs += [(sid, v.root, v.sizes, bool(v.index_files), path, a, a + self.split)
+                                  for a in range(0, max(size, 1), self.split)]
+        rdd = self._tasks(_range_task, specs, [s[-1] - s[-2] for s in specs])
+        by_segment: dict[tuple[int, str], list] = {}
+        for sid, rel, a, res, _ in rdd.map(lambda r: r[:4] + (None,)).collect():
             if res is not None:
-                self.vs[sid].segment_results[rel] = res
+                by_segment.setdefault((sid, rel), []).append((a, res))
+        taken, again = set(), []
+        for (sid, rel), got in by_segment.items():
+            ranges = [res for _, res in sorted(got, key=lambda g: g[0])]
+            which = _stitch(ranges)
+            if which is None:
+                again.append(next(s for s in specs if s[0] == sid and self.vs[sid].rel(s[4]) == rel and s[5] == 0))
+                continue
+            taken.update((sid, rel, sorted(got, key=lambda g: g[0])[i][0]) for i in which)
+            self.vs[sid].segment_results[rel] = _merge_ranges(ranges, which)
+        facts = rdd.filter(lambda r: (r[0], r[1], r[2]) in taken).flatMap(lambda r: r[4])
+        if again:  # damage at a range boundary: those segments walked whole, from position 0
+            whole = self._tasks(_range_task, [s[:5] + (0, 1 << 62) for s in again], [0] * len(again))
+            for sid, rel, _, res, _ in whole.map(lambda r: r[:4] + (None,)).collect():
+                if res is not None:
+                    self.vs[sid].segment_results[rel] = _merge_ranges([res], [0])
+            facts = facts.union(whole.flatMap(lambda r: r[4]))
         for v in self.vs:
             v.walk_commitlog()
-        self.records = self._persist(self._frame(rdd.flatMap(lambda r: r[3]), RECORD_FACTS_SCHEMA))
+        self.records = self._persist(self._frame(facts, RECORD_FACTS_SCHEMA))
         self.ctxs = [v.context() for v in self.vs]
 
     # -- what the sequential walk checks at each record --------------------------------------------------
@@ -644,7 +715,7 @@ def _unresolved(ctxs, rows):
 
 # -- the entry point ----------------------------------------------------------------------------------------
 
-def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CAP,
+def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CAP, split_size: int = DEFAULT_SPLIT,
            progress: Callable[[int, int], None] | None = None):
     """Verify one store or several on Spark; equal to :func:`rmqstore.verify.verify` on each.
 
@@ -652,6 +723,7 @@ def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CA
     :class:`~rmqstore.store.MessageStore`, or a list of them -- a single one returns one
     :class:`~rmqstore.verify.VerifyReport`, a list returns a list of reports in the same
     order.  ``config`` gives the file sizes instead of inferring them from the files.
+    ``split_size``: commitlog segments are walked in byte ranges of this size (one task each).
     ``progress(done, total)`` is called after each phase.  Reading never writes to a store.
     """
     single = isinstance(paths, (str, os.PathLike)) or hasattr(paths, "root")
@@ -661,5 +733,5 @@ def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CA
         v = _SparkVerifier(root, sizes, max_problems_per_kind)
         v.report.problems.extend(problems)
         verifiers.append(v)
-    reports = _Run(spark, verifiers).run(progress)
+    reports = _Run(spark, verifiers, split_size).run(progress)
     return reports[0] if single else reports
