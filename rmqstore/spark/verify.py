@@ -4,16 +4,15 @@
 every index file and every commitlog segment, then matches them against each other.  The
 work that grows with the data is (1) decoding and checking every record, (2) reading every
 consume-queue unit and index entry, and (3) matching the copies of one fact against each
-other.  Here (1) and (2) run as Spark tasks -- one per commitlog segment, one per queue
-directory (its files in order: leading pre-blank units and unit order run across files),
-one per index file -- and (3) as Spark joins:
+other.  Here (1) and (2) run as Spark tasks -- one per byte range of a commitlog segment,
+one per queue directory, one per index file -- and (3) as Spark joins:
 
 * unit <-> record, forwards: records (dispatchable ones) join units on (queue, queue
   offset, physical offset); a match is compared (size, tags code) and every unit left
   over joins the records by offset to find out *why* it matched nothing;
 * unit <-> record, backwards: dispatchable records matched by no unit and pointed at by no
   stray unit join the units of their (queue, queue offset) to tell a damaged record header
-  from a missing unit; missing units are aggregated per consume-queue file;
+  from a missing unit; missing units are aggregated per consume-queue file in Spark;
 * queue-offset continuity: records repartitioned by queue and sorted by offset within
   partitions -- log order per queue, streamed, never collected;
 * index: entries grouped by the offset they point at join the records (entries against
@@ -23,6 +22,22 @@ What the driver holds is small and global: file lists, file naming and sizes, th
 chain *between* segments (which segment ends the log, holes, pre-allocated files, the torn
 tail) from one summary per segment, the checkpoint, and the problems themselves.
 
+Byte ranges, stitched exactly.  The sequential walk follows the size chain from position 0
+of a segment and stops for good at the first bytes that do not decode; a range task that
+starts mid-segment cannot know what the chain did before it.  So each range task finds its
+first record start the way :mod:`rmqstore.ranges` does (magic, own PHYSICALOFFSET, good
+CRC), walks the chain from there with the sequential code, and stops at the first record
+start at or after its end -- *that position* is the seam.  The driver accepts a range only
+when it began exactly at the seam the range before it reported (then its walk *is* the
+sequential walk: same start, same code); a range that one record spans entirely holds
+nothing; ranges after a walk that ended the segment (blank, zeros, damage, end of file)
+hold nothing.  When a range began elsewhere -- a record with a bad CRC or a damaged header
+right at the boundary, which the start finder rightly refuses -- that segment is walked
+again whole in a second, small round.  Clean stores never need it.
+
+A queue directory is one task, not one file: leading pre-blank units and the unit order run
+across the files of a queue (``_load_queue``), and a queue's files are few.
+
 One rule set, not two.  Every decision and every message comes from the methods of
 ``rmqstore.verify._Verifier``: a task builds a throwaway verifier holding only the small
 metadata it needs (queue bounds, index headers, segment names, damaged regions) and calls
@@ -31,19 +46,20 @@ the same method the single-process walk calls (``_walk_segment``, ``_load_queue`
 ``_forward_unit``, ``_unit_points_elsewhere``, ``_unresolved_entry``), and the driver
 subclass answers the single-process walk's questions (how did this segment end?  is the
 rest of the file zero?) from the task summaries.  So the reports are *equal*: the same
-problems with the same messages, the same counters.
+problems with the same messages, the same counters; no message differs.
 
 Order and the per-kind cap.  The single-process report lists at most
 ``max_problems_per_kind`` problems of a kind and counts the rest; which ones are listed
 depends on the order they were found in.  Tasks return each problem with the key of the
 order the sequential walk finds it in (segment order, log offset, queue then unit number,
 first index entry at an offset), and the driver adds them in that order, phase by phase,
-so the same ones are listed.  One known difference: ``unexpected_file`` warnings of queue
-*directories* are all added before those of files inside queue directories (the
-sequential walk interleaves them); it matters only past the cap (100 such warnings).
+so the same ones are listed.  Problems of *different* kinds may be listed in another
+order than the sequential report's.  One known difference past the cap: ``unexpected_file``
+warnings of queue *directories* are all added before those of files inside queue
+directories (the sequential walk interleaves them); it shows only past 100 such warnings.
 
-Several stores run together: every row carries the store's number, so each phase is one
-Spark job for all of them.
+Several stores run together: every row carries the store's number (``sid``), so each
+phase is one Spark job for all of them.  Reading never writes to a store (read-only maps).
 """
 
 from __future__ import annotations
