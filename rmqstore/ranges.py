@@ -13,8 +13,9 @@ candidate position ``p`` is a record start when
   CRC is right.
 
 Ownership rule: a range ``[start, end)`` emits exactly the records whose *first byte*
-lies in it; it may read past ``end`` to finish its last record.  Together the ranges of a
-split emit each record once.
+lies in it; it may read past ``end`` to finish its last record, and stops at the first
+record start at or past ``end`` -- so a split into N ranges reads the segment about once,
+not N times.  Together the ranges of a split emit each record once.
 
 The reference they agree with is :func:`read_segment` -- a sequential read from position
 0 that, when it meets bytes that are not a record, reports the damaged region and
