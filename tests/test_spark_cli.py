@@ -1,5 +1,6 @@
 """``rmqstore spark ...``: in-process on the shared session, and once for real under spark-submit."""
 
+import io
 import json
 import os
 import shutil
@@ -107,3 +108,17 @@ def test_spark_submit_runs_the_cli_file(tmp_path):
     assert "master local[2]" in proc.stdout
     for topic, _ in queue_counts(TXN):
         assert topic in proc.stdout
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_on_a_terminal_counts_spark_tasks(spark):
+    from rmqstore import cli
+
+    err = _Terminal()
+    code = cli.main(["spark", "stats", TXN, "--json"], stdout=io.StringIO(), stderr=err)
+    assert code == 0
+    assert "spark stats" in err.getvalue() and "tasks done" in err.getvalue()

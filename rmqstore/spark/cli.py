@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
 
 __all__ = ["add_spark_parser", "run", "main", "spark_session", "DEFAULT_MASTER", "SUBCOMMANDS"]
 
@@ -134,10 +135,48 @@ def run(args: argparse.Namespace, stdout, stderr) -> int:
             session.stop()
 
 
-def _progress(io, what: str):
-    from ..cli import _Progress
+class _SparkProgress:
+    """A rich spinner on stderr (when it is a terminal) counting the Spark tasks finished so far,
+    polled from the SparkContext's status tracker twice a second."""
 
-    return _Progress(io, f"spark {what}", None, unit="jobs")
+    def __init__(self, io, spark, what: str):
+        from ..cli import _Progress
+
+        self.bar = _Progress(io, f"spark {what}", None, unit="tasks done")
+        self.tracker = spark.sparkContext.statusTracker()
+        self.done: dict[int, int] = {}  # stage id -> tasks completed (as last seen)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, name="rmqstore-spark-progress", daemon=True)
+
+    def __enter__(self):
+        self.bar.__enter__()
+        if self.bar._bar is not None:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        if self.thread.is_alive():
+            self.thread.join()
+        self.bar.__exit__(*exc)
+
+    def poll_once(self) -> int:
+        for sid in self.tracker.getActiveStageIds():
+            info = self.tracker.getStageInfo(sid)
+            if info is not None:
+                self.done[sid] = max(self.done.get(sid, 0), info.numCompletedTasks)
+        total = sum(self.done.values())
+        self.bar.update(total)
+        return total
+
+    def _poll(self) -> None:
+        while not self.stop.wait(0.5):
+            try:
+                self.poll_once()
+            except Exception:  # the context is stopping: progress is not worth an error
+                return
+
+
 
 
 def _stats(spark, args, io) -> int:
@@ -146,7 +185,7 @@ def _stats(spark, args, io) -> int:
 
     df = commitlog_frame(spark, args.stores, body=False, split_size=args.split_size).persist()
     try:
-        with _progress(io, "stats"):
+        with _SparkProgress(io, spark, "stats"):
             result = stats(df, bucket_ms=args.bucket_ms).to_dict()
     finally:
         df.unpersist()
@@ -190,7 +229,7 @@ def _export(spark, args, io) -> int:
     from ..cli import _Out
     from .export import export
 
-    with _progress(io, "export"):
+    with _SparkProgress(io, spark, "export"):
         result = export(spark, args.stores, args.out, body=not args.no_body, partition_by=args.partition_by,
                         split_size=args.split_size, mode="overwrite" if args.overwrite else "error")
     _Out(io).kv([("out", result.path), ("files", len(result.files)), ("rows", _n(result.rows)),
@@ -202,7 +241,7 @@ def _verify(spark, args, io) -> int:
     from ..cli import _json_out, _Out, _print_verify
     from .verify import verify
 
-    with _progress(io, "verify"):
+    with _SparkProgress(io, spark, "verify"):
         reports = verify(spark, list(args.stores))
     out = _Out(io)
     for report in reports:
@@ -218,7 +257,7 @@ def _rebuild(spark, args, io) -> int:
     from .rebuild import rebuild
 
     kwargs = {} if args.split_size is None else {"split_size": args.split_size}
-    with _progress(io, "rebuild"):
+    with _SparkProgress(io, spark, "rebuild"):
         result = rebuild(spark, args.stores[0], args.out, **kwargs)
     _Out(io).kv([("out", result.out_dir), ("records", _n(result.records)),
                  ("consume queue", f"{_n(result.units)} units in {len(result.consume_queue_files)} files"),
