@@ -7,8 +7,9 @@
     result.throughput.show()      # messages and bytes per time bucket of store_timestamp
 
 The input is the ``rmqstore.commitlog`` DataFrame (one row per message record; blank records
-are not rows), so the work is spread over byte-range partitions of the segments and nothing
-is read twice.  Three results, each a small DataFrame:
+are not rows), so the work is spread over byte-range partitions of the segments.  Each of
+the three results is its own Spark job over that input: ``persist()`` the input first to
+read the store once (``rmqstore spark stats`` does).  The results are small DataFrames:
 
 ``queues``
     one row per ``(store, topic, queue_id)``: ``messages``, ``bytes`` (sum of the records'
