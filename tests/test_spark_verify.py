@@ -1,8 +1,8 @@
 """``rmqstore.spark.verify`` reports exactly what ``rmqstore.verify`` reports.
 
 Equal means the whole report: counters (records, units, entries, log end...), the problems
-with their severity, kind, path, offset and message, the order of the problems of each
-kind (the per-kind cap keeps the first ones found), and the suppressed counts.  Checked on
+with their severity, kind, path, offset and message, in the same order (the per-kind cap
+keeps the first ones found, so the order decides which are listed), and the suppressed counts.  Checked on
 every RocketMQ fixture, on stores written by our engine, and on damaged copies -- one fault
 each, the faults of tests/test_verify.py (each must actually be found: its expected kind
 is in the report), plus a store with damage past the per-kind cap.  The stores of a group
@@ -42,6 +42,7 @@ def assert_same(expected, got, what: str) -> None:
     for kind in {p["kind"] for p in want_problems + have_problems}:
         assert [p for p in have_problems if p["kind"] == kind] == [p for p in want_problems if p["kind"] == kind], \
             f"{what}: {kind}"
+    assert have_problems == want_problems, f"{what}: the same problems in another order"
 
 
 # -- clean stores ------------------------------------------------------------------------------------

@@ -65,6 +65,7 @@ phase is one Spark job for all of them.  Reading never writes to a store (read-o
 from __future__ import annotations
 
 import os
+from collections import Counter
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable
@@ -75,7 +76,7 @@ from ..properties import string_to_properties
 from ..ranges import find_record_start
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from .commitlog_source import DEFAULT_SPLIT
-from ..verify import (_DETAIL_CAP, _IndexFile, _is_segment_name, _listdir, _MappedFile, _prepare, _Queue,
+from ..verify import (ERROR, _DETAIL_CAP, _IndexFile, _is_segment_name, _listdir, _MappedFile, _prepare, _Queue,
                       _record_keys, _Sizes, _Verifier, _first_nonzero, VerifyReport)
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
@@ -90,6 +91,7 @@ ENTRIES_SCHEMA = "sid int, phy bigint, fnum int, n int, h int, td int"
 
 _DISPATCHED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 _NO_CAP = float("inf")
+_LAST = 1 << 80  # sorts after every offset
 _TASK_BYTES = 256 << 20  # file bytes per task, about
 
 
@@ -274,14 +276,40 @@ def _index_task(spec):
 class _SparkVerifier(_Verifier):
     """The single-process verifier with its per-file walks answered from task summaries."""
 
-    def __init__(self, root: str, sizes: _Sizes, cap: int):
-        super().__init__(root, sizes, None, cap)
+    def __init__(self, root: str, sizes: _Sizes, cap: int, prepared: list):
+        super().__init__(root, sizes, None, _NO_CAP)  # the cap is applied at the end, in the walk's order
+        self.final_cap, self.prepared = cap, prepared
         self.segment_results: dict[str, dict] = {}
         self.index_results: dict[str, dict] = {}
+        self.stamp: tuple = (0,)  # where the sequential walk would be now
+        self.keys: list[tuple] = []
+
+    def add(self, kind, path, offset, message, severity=ERROR) -> None:
+        super().add(kind, path, offset, message, severity)
+        self.keys.append(self.stamp + (len(self.keys),))
 
     def replay(self, problems) -> None:
         for p in problems:
             self.add(p.kind, p.path, p.offset, p.message, p.severity)
+
+    def finalize(self) -> None:
+        """Problems in the sequential walk's order, with its per-kind cap."""
+        counts: Counter = Counter()
+        kept, suppressed = [], {}
+        for _, p in sorted(zip(self.keys, self.report.problems), key=lambda kp: kp[0]):
+            key = p.kind if p.severity == ERROR else f"warning:{p.kind}"
+            counts[key] += 1
+            if counts[key] > self.final_cap:
+                suppressed[key] = suppressed.get(key, 0) + 1
+            else:
+                kept.append(p)
+        self.report.problems = self.prepared + kept
+        self.report.suppressed = suppressed
+
+    def open(self, path: str):
+        if os.path.basename(os.path.dirname(path)) == "commitlog" and _is_segment_name(os.path.basename(path)):
+            self.stamp = (4, int(os.path.basename(path)), -1)  # a segment's file checks come before its records
+        return super().open(path)
 
     def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
         res = self.segment_results.get(f.rel)
@@ -293,7 +321,10 @@ class _SparkVerifier(_Verifier):
         res = self.segment_results.get(f.rel)
         if res is None:
             return super()._walk_segment(start, f, seg_size)
-        self.replay(res["problems"])
+        for p in res["problems"]:
+            self.stamp = (4, start + (p.offset or 0), 0)
+            self.add(p.kind, p.path, p.offset, p.message, p.severity)
+        self.stamp = (4, start + f.size, -1)  # what follows the last segment comes after all its records
         self.report.records += res["records"]
         self.report.blanks += res["blanks"]
         self.corrupt_regions.extend(res["corrupt_regions"])
@@ -323,9 +354,11 @@ class _SparkVerifier(_Verifier):
 
 # -- the run over several stores ------------------------------------------------------------------------
 
-def _add_sorted(v: _SparkVerifier, rows) -> None:
-    """Add problems in the order the sequential walk finds them."""
-    v.replay(p for _, order, i, p in sorted(rows, key=lambda r: (r[1], r[2])))
+def _add_sorted(v: _SparkVerifier, phase: int, rows) -> None:
+    """Add problems found in tasks, each at the place of the sequential walk it was found at."""
+    for _, order, i, p in rows:
+        v.stamp = (phase, *order, i)
+        v.add(p.kind, p.path, p.offset, p.message, p.severity)
 
 
 class _Run:
@@ -367,6 +400,7 @@ class _Run:
 
     def store_files(self) -> None:
         for v in self.vs:
+            v.stamp = (1,)
             v.check_store_files()
 
     # -- consume queues: one task per queue directory -------------------------------------------
@@ -375,11 +409,14 @@ class _Run:
         for sid, v in enumerate(self.vs):
             base = os.path.join(v.root, "consumequeue")
             if os.path.isdir(base):
+                v.stamp = (2, len(specs), 0)  # odd directory entries come before the queue after them
                 for topic, qid, qdir in v._queue_dirs(base):
                     specs.append((sid, len(specs), v.root, v.sizes, topic, qid, qdir))
+                    v.stamp = (2, len(specs), 0)
         rdd = self._tasks(_queue_task, specs, [_dir_bytes(s[-1]) for s in specs])
         for sid, qorder, res, _ in sorted(rdd.map(lambda r: r[:3] + (None,)).collect(), key=lambda r: r[1]):
             v = self.vs[sid]
+            v.stamp = (2, qorder, 1)
             v.replay(res["problems"])
             if res["ok"]:
                 topic, qid = specs[qorder][4:6]
@@ -406,6 +443,7 @@ class _Run:
             if res is not None:
                 self.vs[sid].index_results[rel] = res
         for v in self.vs:
+            v.stamp = (3,)
             v.load_index()
         numbers = {(sid, ix.rel): ix.number for sid, v in enumerate(self.vs) for ix in v.index_files}
         rows = rdd.flatMap(lambda r: [(r[0], phy, numbers[(r[0], r[1])], n, h, td) for phy, n, h, td in r[3]]
@@ -478,7 +516,7 @@ class _Run:
                 self.vs[sid].reported_units.add(rest[0])
             else:
                 rows.append((sid, tag, *rest))
-        self._add_rows(rows)
+        self._add_rows(4, rows)
 
     def _record_index_rows(self):
         from pyspark.sql import functions as F
@@ -498,12 +536,12 @@ class _Run:
         return cand.select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.txn", "r.ts", "r.keys",
                            "e.entries").rdd.mapPartitions(lambda it: _record_index(ctxs, it))
 
-    def _add_rows(self, rows) -> None:
+    def _add_rows(self, phase: int, rows) -> None:
         by_store: dict[int, list] = {}
         for sid, tag, *rest in rows:
             by_store.setdefault(sid, []).append((tag, *rest))
         for sid, got in by_store.items():
-            _add_sorted(self.vs[sid], got)
+            _add_sorted(self.vs[sid], phase, got)
 
     # -- units that matched no record ----------------------------------------------------------------------
     def forward(self) -> None:
@@ -536,8 +574,9 @@ class _Run:
                 v.reported_units.add(rest[0])
             else:
                 problems.append((sid, tag, *rest))
-        self._add_rows(problems)
+        self._add_rows(6, problems)
         for sid, v in enumerate(self.vs):
+            v.stamp = (6, _LAST)
             v._report_expired_units(expired[sid], v.report.log_start if v.segments else 0)
         self.ctxs = [v.context() for v in self.vs]
         for v, ctx in zip(self.vs, self.ctxs):
@@ -566,8 +605,9 @@ class _Run:
                 by_store.setdefault(key[1], []).append((key[2], value))
             else:
                 undispatched[key[1]] = value
-        self._add_rows(problems)
+        self._add_rows(7, problems)
         for sid, v in enumerate(self.vs):
+            v.stamp = (8,)
             groups = sorted(by_store.get(sid, []), key=lambda g: g[1][3][0])
             v._report_unbacked(dict(groups), undispatched.get(sid))
 
@@ -590,14 +630,17 @@ class _Run:
                 self.vs[sid].past_end.append(rest[0])
             else:
                 problems.append((sid, tag, *rest))
-        self._add_rows(problems)
+        self._add_rows(9, problems)
         for sid, v in enumerate(self.vs):
+            v.stamp = (9, _LAST)
             v._report_expired_entries(expired[sid], v.report.log_start if v.segments else 0)
 
     def finish(self) -> None:
         for v in self.vs:
+            v.stamp = (10,)
             v.finish_log_refs()
             v.check_checkpoint()
+            v.finalize()
             v.report.abort = v.abort
             v.report.log_end = v.data_end
 
@@ -623,7 +666,7 @@ def _queue_gaps(ctxs, rows):
             v = stubs[row.sid] = _stub(ctxs[row.sid])
             v.queue_next = {}
         v._queue_offset_step(row.phys, row.rel, row.pos, (row.topic, row.qid), row.qo)
-        for got in _drain(v, (row.phys,)):
+        for got in _drain(v, (row.phys, 2)):  # at one record: its walk checks (0), queue offset (2), unit (3), index (4)
             yield (row.sid, *got)
 
 
@@ -635,7 +678,7 @@ def _compare(ctxs, rows):
         v.reported_units = set()  # what this comparison reports
         v._compare_unit(v.queues[key], row.n, (row.offset, row.usize, row.tags), row.size, row.want, row.phys,
                         row.rel, row.pos)
-        for got in _drain(v, (row.phys,)):
+        for got in _drain(v, (row.phys, 3)):
             yield (row.sid, *got)
         for reported in v.reported_units:
             yield row.sid, "reported", reported
@@ -647,7 +690,7 @@ def _record_index(ctxs, rows):
         v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
         entries = [tuple(e) for e in row.entries] if row.entries else None
         v._check_record_index(row.phys, row.rel, row.pos, row.topic, row.txn, row.ts, set(row.keys), entries)
-        for got in _drain(v, (row.phys,)):
+        for got in _drain(v, (row.phys, 4)):
             yield (row.sid, *got)
 
 
@@ -746,8 +789,6 @@ def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CA
     verifiers = []
     for target in ([paths] if single else list(paths)):
         root, sizes, problems = _prepare(target, config)
-        v = _SparkVerifier(root, sizes, max_problems_per_kind)
-        v.report.problems.extend(problems)
-        verifiers.append(v)
+        verifiers.append(_SparkVerifier(root, sizes, max_problems_per_kind, problems))
     reports = _Run(spark, verifiers, split_size).run(progress)
     return reports[0] if single else reports
