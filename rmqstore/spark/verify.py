@@ -48,15 +48,14 @@ subclass answers the single-process walk's questions (how did this segment end? 
 rest of the file zero?) from the task summaries.  So the reports are *equal*: the same
 problems with the same messages, the same counters; no message differs.
 
-Order and the per-kind cap.  The single-process report lists at most
-``max_problems_per_kind`` problems of a kind and counts the rest; which ones are listed
-depends on the order they were found in.  Tasks return each problem with the key of the
-order the sequential walk finds it in (segment order, log offset, queue then unit number,
-first index entry at an offset), and the driver adds them in that order, phase by phase,
-so the same ones are listed.  Problems of *different* kinds may be listed in another
-order than the sequential report's.  One known difference past the cap: ``unexpected_file``
-warnings of queue *directories* are all added before those of files inside queue
-directories (the sequential walk interleaves them); it shows only past 100 such warnings.
+Order and the per-kind cap.  The single-process report lists problems in the order its walk
+finds them, and at most ``max_problems_per_kind`` of a kind (the rest are counted in
+``suppressed``), so the order decides which are listed.  Here every problem is stamped with
+the place the sequential walk would find it at -- (phase, then: queue directory order;
+segment start for file checks; log offset and the check's rank within one record; queue
+then unit number; first index entry at an offset) -- and at the end the problems are sorted
+by stamp and the cap is applied in that order.  The list is therefore the same list, in
+the same order.
 
 Several stores run together: every row carries the store's number (``sid``), so each
 phase is one Spark job for all of them.  Reading never writes to a store (read-only maps).
