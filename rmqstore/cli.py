@@ -909,10 +909,8 @@ def build_parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(p)
         p.set_defaults(_run=cmd.run)
-    try:  # `rmqstore spark ...` (rmqstore.spark needs pyspark, an optional extra)
-        from .spark.cli import add_spark_parser
-    except ImportError:
-        return parser
+    from .spark.cli import add_spark_parser  # imports no pyspark until `rmqstore spark` runs
+
     add_spark_parser(sub)
     return parser
 

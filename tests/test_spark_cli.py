@@ -122,3 +122,15 @@ def test_progress_on_a_terminal_counts_spark_tasks(spark):
     code = cli.main(["spark", "stats", TXN, "--json"], stdout=io.StringIO(), stderr=err)
     assert code == 0
     assert "spark stats" in err.getvalue() and "tasks done" in err.getvalue()
+
+
+def test_without_pyspark_the_command_says_what_to_install():
+    """`import rmqstore.spark` loads no PySpark; `rmqstore spark` without it is a clear error."""
+    code = ("import sys; sys.modules['pyspark'] = None\n"
+            "import rmqstore.cli, rmqstore.spark\n"
+            "assert 'pyspark' not in sys.modules or sys.modules['pyspark'] is None\n"
+            "sys.exit(rmqstore.cli.main(['spark', 'stats', sys.argv[1]]))\n")
+    proc = subprocess.run([sys.executable, "-c", code, TXN], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "rmqstore spark needs PySpark: pip install 'rmqstore[spark]'" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -124,6 +124,10 @@ def run(args: argparse.Namespace, stdout, stderr) -> int:
     from ..cli import CliError, Streams
 
     io = Streams(None, stdout, stderr)
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise CliError("rmqstore spark needs PySpark: pip install 'rmqstore[spark]'") from None
     for store in args.stores:
         if not os.path.isdir(store):
             raise CliError(f"{store}: no such store directory")
