@@ -1,7 +1,9 @@
 """The documentation site in Chromium: built here, served from loopback, no kernel, no network.
 
-``build_site`` executes notebooks 01-04 (the teaching notebooks that hold the views: 02 a
-RecordView, 03 a PutPathPlayer, 04 a SegmentView) into a temp folder; a static server on
+``build_site`` builds every notebook of ``notebooks/`` into a temp folder -- the whole site,
+as ``rmqstore site`` makes it -- from the notebooks the suite executes anyway (the session
+cache of ``tests/conftest.py``, saved and exported with ``execute=False``, so no notebook
+runs twice; ``tests/test_site_build.py`` covers the executing build).  A static server on
 127.0.0.1 serves it.  The index lists the pages; following its links and every page's
 prev/next links walks the whole site; on each page the views render and respond -- the
 player steps, scrubs and plays, hovering a record field highlights exactly its bytes -- and
@@ -21,19 +23,23 @@ from .test_views import REPO, check_record_hover, player_state, wait_until, widg
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
-NOTEBOOKS = ["01_tour", "02_record_layout", "03_put_path", "04_mapped_files"]
+NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     widgets_module()
+    import nbformat
+    from conftest import executed_notebook
     from rmqstore.widgets.site import build_site
 
+    executed = tmp_path_factory.mktemp("executed")
+    for name in NOTEBOOKS:
+        nbformat.write(executed_notebook(f"{name}.ipynb"), executed / f"{name}.ipynb")
     out = tmp_path_factory.mktemp("site")
     started = time.monotonic()
-    built = build_site(out, [REPO / "notebooks" / f"{name}.ipynb" for name in NOTEBOOKS], progress=False,
-                       timeout=300)
-    print(f"build_site over {len(NOTEBOOKS)} notebooks: {time.monotonic() - started:.1f} s -> {out}")
+    built = build_site(out, executed, execute=False, progress=False)
+    print(f"build_site over {len(NOTEBOOKS)} executed notebooks: {time.monotonic() - started:.1f} s -> {out}")
     return built
 
 
