@@ -19,7 +19,8 @@ import time
 
 import pytest
 
-from .test_views import REPO, check_record_hover, player_state, wait_until, widgets_module
+from .test_views import (REPO, check_play_and_pause, check_record_hover, player_state, wait_until,
+                         widgets_module)
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(300)]
 
@@ -186,15 +187,7 @@ def test_put_path_player_steps_scrubs_and_plays(page, site, served, snap, page_e
         assert (state["stage"], int(state["file"]), state[key]) == (stage, file, value), (index, state)
     snap("player-scrubbed", player)
 
-    scrub.fill("0")
-    wait_until(lambda: player_state(player)["index"] == 0, message="scrub to 0")
-    player.get_by_test_id("speed").select_option("32")
-    player.get_by_test_id("play").click()
-    wait_until(lambda: player_state(player)["index"] >= 5, message="the player advancing after play")
-    player.get_by_test_id("pause").click()
-    paused_at = player_state(player)["index"]
-    time.sleep(0.3)
-    assert player_state(player)["index"] == paused_at, "pause stops the player"
+    check_play_and_pause(player)
     snap("player-played", player)
     clean(page_errors, external_requests)
 

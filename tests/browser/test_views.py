@@ -152,6 +152,21 @@ def player_state(player) -> dict:
     }""")
 
 
+def check_play_and_pause(player) -> dict:
+    """Play from the start at 32 steps/s: it advances on its own, pause stops it; the state paused at."""
+    player.get_by_test_id("scrub").fill("0")
+    wait_until(lambda: player_state(player)["index"] == 0, message="scrub to 0")
+    player.get_by_test_id("speed").select_option("32")
+    player.get_by_test_id("play").click()
+    wait_until(lambda: player_state(player)["index"] >= 5, message="the player advancing after play")
+    player.get_by_test_id("pause").click()
+    paused_at = player_state(player)["index"]
+    time.sleep(0.3)
+    state = player_state(player)
+    assert state["index"] == paused_at, "pause stops the player"
+    return state
+
+
 def check_player(scope, trace, snap=None):
     """Step forward, scrub to every step that moves a position, play and pause."""
     player = scope.get_by_test_id("put-path-player").first
@@ -180,17 +195,7 @@ def check_player(scope, trace, snap=None):
     if snap:
         snap("put-path-player-scrubbed", player)
 
-    # play from the start at 32 steps/s; it advances on its own, pause stops it
-    scrub.fill("0")
-    wait_until(lambda: player_state(player)["index"] == 0, message="scrub to 0")
-    player.get_by_test_id("speed").select_option("32")
-    player.get_by_test_id("play").click()
-    wait_until(lambda: player_state(player)["index"] >= 5, message="the player advancing after play")
-    player.get_by_test_id("pause").click()
-    paused_at = player_state(player)["index"]
-    time.sleep(0.3)
-    assert player_state(player)["index"] == paused_at, "pause stops the player"
-    state = player_state(player)
+    state = check_play_and_pause(player)
     assert state["stage"] == stages[state["index"]]
     if snap:
         snap("put-path-player-played", player)
