@@ -6,10 +6,10 @@ import re
 import struct
 
 import pytest
-from hypothesis import HealthCheck, assume, example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_FIXTURES, PUT_FIXTURES, commitlog_files, commitlog_records, manifest, walk_file
+from conftest import PUT_FIXTURES, commitlog_files, commitlog_records, manifest, walk_file
 from rmqstore.crc import crc32
 from rmqstore.errors import CorruptRecordError, LayoutError, RmqStoreError
 from rmqstore.layout import (

@@ -126,7 +126,7 @@ def engine_store(tmp_path_factory):
                 props["UNIQ_KEY"] = f"U{i:04d}"
             if i % 11 == 4:
                 props["DELAY"] = str(i % 4 + 1)
-            sys_flag, prepared = 0, 0
+            sys_flag = 0
             if i % 13 == 6:
                 sys_flag = TRANSACTION_PREPARED_TYPE
             elif i % 13 == 7:

@@ -29,7 +29,7 @@ from rmqstore.scan import CommitLogScan  # noqa: E402
 from rmqstore.store import open_store  # noqa: E402
 
 import rmqstore.widgets as W  # noqa: E402
-from rmqstore.widgets._common import FIELD_TABLE, record_details  # noqa: E402
+from rmqstore.widgets._common import FIELD_TABLE  # noqa: E402
 from rmqstore.widgets.put_path_player import MODES, replay  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent

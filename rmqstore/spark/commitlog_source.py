@@ -34,7 +34,6 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -46,16 +45,14 @@ from ..ranges import read_range
 from ..record import Address
 from ..scan import find_commitlog_dir, list_segments
 from ..sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from ._columns import arrow_schema, layout_columns
 
 __all__ = ["CommitLogDataSource", "COMMITLOG_SCHEMA", "register", "CommitLogPartition", "records_to_batch"]
-
-_SPARK_TYPES = {"i8": "int", "i16": "int", "i32": "int", "i64": "bigint", "host": "string",
-                "blob32": "binary", "str8": "string", "str16": "string"}
 
 #: every field of the layout table (hosts as "ip:port"), plus what the dump adds
 COMMITLOG_SCHEMA = ", ".join(
     ["store string", "segment string", "offset bigint"]
-    + [f"{f.name} {_SPARK_TYPES[f.kind]}" for f in MESSAGE_FIELDS if f.name != "properties"]
+    + layout_columns(f for f in MESSAGE_FIELDS if f.name != "properties")
     + ["properties map<string,string>", "properties_raw string", "msg_id string", "crc_ok boolean",
        "version int"])
 
@@ -308,20 +305,8 @@ def records_to_batch(buf, base: int, offset, crc_ok, *, store: str, segment: str
     columns["msg_id"] = _msg_id_column(pa, u8, store_at, store_v6, at + PHYSICAL_OFFSET_POSITION)
     columns["crc_ok"] = pa.array(crc_ok)
     columns["version"] = pa.array(np.where(v2, 2, 1).astype(np.int32))
-    return pa.RecordBatch.from_arrays([columns[f.name] for f in _arrow_schema()], schema=_arrow_schema())
-
-
-@lru_cache(maxsize=None)
-def _arrow_schema():
-    import pyarrow as pa
-
-    types = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "binary": pa.binary(),
-             "boolean": pa.bool_(), "map<string,string>": pa.map_(pa.string(), pa.string())}
-    fields = []
-    for part in COMMITLOG_SCHEMA.split(", "):
-        name, typ = part.split(" ", 1)
-        fields.append(pa.field(name, types[typ]))
-    return pa.schema(fields)
+    schema = arrow_schema(COMMITLOG_SCHEMA)
+    return pa.RecordBatch.from_arrays([columns[f.name] for f in schema], schema=schema)
 
 
 class CommitLogDataSource(DataSource):

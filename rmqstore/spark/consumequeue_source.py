@@ -41,37 +41,16 @@ from ..errors import StoreError
 from ..layout import CONSUME_QUEUE_UNIT
 from ..scan import find_commitlog_dir, list_segments
 from ..store_dir import consume_queue_file_size, resolve_store_root
+from ._columns import arrow_schema, layout_columns
 
-__all__ = ["ConsumeQueueDataSource", "CONSUME_QUEUE_SCHEMA", "ConsumeQueuePartition", "arrow_schema",
-           "source_paths", "layout_columns", "PRE_BLANK_UNIT"]
+__all__ = ["ConsumeQueueDataSource", "CONSUME_QUEUE_SCHEMA", "ConsumeQueuePartition", "source_paths",
+           "PRE_BLANK_UNIT"]
 
 #: ``fillPreBlank``'s filler unit
 PRE_BLANK_UNIT = (0, 0x7FFFFFFF, 0)
 
-#: Spark types of the fixed-size layout kinds (all signed, as Java's)
-_SPARK_TYPES = {"i8": "int", "i16": "int", "i32": "int", "i64": "bigint"}
-
-
-def layout_columns(layout) -> list[str]:
-    """``"name type"`` Spark DDL columns for every field of a fixed layout."""
-    return [f"{f.name} {_SPARK_TYPES[f.kind]}" for f in layout.fields]
-
-
 CONSUME_QUEUE_SCHEMA = ", ".join(["store string", "topic string", "queue_id int", "file string",
-                                  "queue_offset bigint", *layout_columns(CONSUME_QUEUE_UNIT)])
-
-
-def arrow_schema(ddl: str):
-    """The Arrow schema of a flat Spark DDL string (``"a int, b string, ..."``)."""
-    import pyarrow as pa
-
-    types = {"int": pa.int32(), "bigint": pa.int64(), "string": pa.string(), "binary": pa.binary(),
-             "boolean": pa.bool_(), "array<string>": pa.list_(pa.string())}
-    fields = []
-    for part in ddl.split(", "):
-        name, typ = part.split(" ", 1)
-        fields.append(pa.field(name, types[typ]))
-    return pa.schema(fields)
+                                  "queue_offset bigint", *layout_columns(CONSUME_QUEUE_UNIT.fields)])
 
 
 def source_paths(options, fmt: str) -> list[str]:

@@ -30,12 +30,13 @@ from ..errors import StoreError
 from ..index import IndexFile, index_file_size
 from ..layout import INDEX_ENTRY, INDEX_HEADER
 from ..store_dir import index_dimensions, resolve_store_root
-from .consumequeue_source import arrow_schema, layout_columns, source_paths
+from ._columns import arrow_schema, layout_columns
+from .consumequeue_source import source_paths
 
 __all__ = ["IndexDataSource", "INDEX_SCHEMA", "IndexPartition", "read_index_entries"]
 
-INDEX_SCHEMA = ", ".join(["store string", "file string", "entry int", *layout_columns(INDEX_ENTRY), "slot int",
-                          *layout_columns(INDEX_HEADER)])
+INDEX_SCHEMA = ", ".join(["store string", "file string", "entry int", *layout_columns(INDEX_ENTRY.fields),
+                          "slot int", *layout_columns(INDEX_HEADER.fields)])
 
 _ENTRY_NAMES = [f.name for f in INDEX_ENTRY.fields]
 _HEADER_NAMES = [f.name for f in INDEX_HEADER.fields]

@@ -59,7 +59,7 @@ from ..properties import KEY_SEPARATOR
 from ..scan import find_commitlog_dir, list_segments
 from ..store_dir import infer_config, resolve_store_root
 from ..sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
-from .consumequeue_source import arrow_schema
+from ._columns import arrow_schema
 
 __all__ = ["rebuild", "RebuildResult", "index_keys", "DISPATCH_SCHEMA", "DEFAULT_SPLIT"]
 

@@ -70,7 +70,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..dispatch import tags_code_of
-from ..index import index_key_hash
 from ..properties import string_to_properties
 from ..ranges import find_record_start
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE

@@ -6,8 +6,6 @@ extension); if only test_views.py fails, the views are.
 
 from __future__ import annotations
 
-import json
-import shutil
 import textwrap
 
 import pytest
