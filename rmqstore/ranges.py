@@ -104,7 +104,9 @@ def read_range(buf, base: int, start: int, end: int) -> RangeRead:
     while p is not None and p < end:
         w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True, stop_at=end)
         for span in w.spans:
-            if span.crc_ok is False:  # a record with a bad body CRC is damage, not a record
+            # a bad body CRC or a PHYSICALOFFSET naming another place: damage, not a record --
+            # the rule find_record_start applies, so the sequential read and a split agree
+            if span.crc_ok is False or span.physical_offset_field != span.offset:
                 nxt = find_record_start(buf, base, span.offset - base + 1)
                 out.damaged.append((span.offset, base + nxt if nxt is not None else base + len(buf)))
                 p = nxt

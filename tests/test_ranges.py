@@ -1,6 +1,5 @@
 """Any split of a segment into byte ranges yields exactly the records of a whole sequential read."""
 
-import os
 import random
 
 import pytest
@@ -67,10 +66,11 @@ def test_any_split_yields_the_sequential_records(segments, data):
     else:
         base, buf = segments[data.draw(st.integers(0, len(segments) - 1))]
         cuts = sorted(set(data.draw(st.lists(st.integers(1, len(buf) - 1), max_size=12))))
-        damage = data.draw(st.lists(st.tuples(st.integers(0, len(buf) - 1), st.integers(1, 3000)), max_size=5))
+        damage = data.draw(st.lists(st.tuples(st.integers(0, len(buf) - 1), st.integers(1, 3000),
+                                              st.integers(0, 2**32 - 1)), max_size=5))
     raw = bytearray(buf)
-    for at, n in damage:  # corrupted regions: overwrite with noise
-        raw[at:at + n] = os.urandom(min(n, len(raw) - at))
+    for at, n, seed in damage:  # corrupted regions: overwrite with noise (drawn, so a failure replays)
+        raw[at:at + n] = random.Random(seed).randbytes(min(n, len(raw) - at))
     buf = bytes(raw)
     whole = read_segment(buf, base)
     bounds = [0] + cuts + [len(buf)]
@@ -80,6 +80,26 @@ def test_any_split_yields_the_sequential_records(segments, data):
     assert parts == offsets(whole)
     if not damage:
         assert not whole.damaged and whole.records  # an undamaged segment reads clean
+
+
+def test_a_damaged_physical_offset_field_is_damage_in_every_split(segments):
+    """Pinned from a CI draw: noise over a record's PHYSICALOFFSET field only (its body CRC
+    still right).  A range starting before it cannot take it for a record start, so the
+    sequential read must not take it for a record either -- both call it damage."""
+    base, buf = segments[0]
+    before = read_segment(buf, base).records
+    prev, victim, after = before[2], before[3], before[4]
+    raw = bytearray(buf)
+    raw[victim.offset - base + 28] ^= 0x01  # the top byte of the eight-byte field
+    raw = bytes(raw)
+    whole = read_segment(raw, base)
+    assert victim.offset not in [r.offset for r in whole.records]
+    assert whole.damaged[0] == (victim.offset, after.offset)
+    assert offsets(whole) == [(r.offset, r.total_size) for r in before if r is not victim]
+    for cut in sorted({*range(prev.offset - base + 1, after.offset - base + 2, 13),
+                       victim.offset - base, victim.offset - base + 1, after.offset - base}):
+        parts = offsets(read_range(raw, base, 0, cut)) + offsets(read_range(raw, base, cut, len(raw)))
+        assert parts == offsets(whole), cut
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -97,7 +117,7 @@ def test_cuts_at_record_starts_one_byte_ranges_and_damage_across_a_cut(segments,
     if data.draw(st.booleans()):  # damage from just before a cut to just after it
         at = data.draw(st.sampled_from(sorted(cuts)))
         lo, hi = max(0, at - data.draw(st.integers(1, 200))), min(len(raw), at + data.draw(st.integers(1, 200)))
-        raw[lo:hi] = os.urandom(hi - lo)
+        raw[lo:hi] = random.Random(data.draw(st.integers(0, 2**32 - 1))).randbytes(hi - lo)
     buf = bytes(raw)
     bounds = [0] + sorted(cuts) + [len(buf)]
     parts = []
