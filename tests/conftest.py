@@ -15,7 +15,17 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from hypothesis import settings
+
 from rmqstore.record import BlankRecord, decode_record
+
+# Hypothesis: a CI run must land or fail on the code, not on the draw, so CI (env CI set)
+# replays the same examples every time and keeps no example database; a developer's run
+# draws fresh examples each time and remembers failures in .hypothesis/ (HYPOTHESIS_PROFILE=dev
+# or =ci picks one explicitly).
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
