@@ -120,6 +120,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
@@ -133,9 +134,12 @@ from .record import decode_record
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
            "recover_topic_queue_table", "truncate_dirty_logic_files", "destroy_logics",
-           "is_mapped_file_matched_recover", "remove_interrupted_allocations"]
+           "is_mapped_file_matched_recover", "remove_interrupted_allocations", "remove_creation_leftovers"]
 
 log = logging.getLogger(__name__)
+
+#: the temp name of a segment being created (``rmqstore.mapped_file._create_sized``)
+_CREATING = re.compile(r"\d{20}\.\d+\.creating")
 
 #: where our recovery deliberately differs from Apache RocketMQ 4.9.8
 DIFFERENCES = {
@@ -159,7 +163,11 @@ DIFFERENCES = {
                        "inside a file that also holds earlier entries stay, as in RocketMQ.",
     "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file or an index file "
                               "whose size is wrong and whose bytes are all zero (a kill between creating "
-                              "and sizing it) is deleted before loading. RocketMQ refuses to load such a store.",
+                              "and sizing it) is deleted before loading. RocketMQ refuses to load such a store. "
+                              "Our own temp files of an interrupted creation (<name>.<pid>.creating) are "
+                              "deleted on every writable load.",
+    "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
+                  "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
 }
 
 _I32 = struct.Struct(">i")
@@ -427,6 +435,36 @@ def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
             break
         out.append(path)
     return out
+
+
+def remove_creation_leftovers(store) -> list[str]:
+    """Delete ``<name>.<pid>.creating`` temp files of segment creations a kill interrupted.
+
+    A segment is created under a temporary name and renamed once it has its size
+    (:func:`rmqstore.mapped_file._create_sized`); a kill in between leaves the temp file,
+    never a short segment.  Only the lock holder creates segments, so with the lock held
+    (writable stores) every such file is a leftover.
+    """
+    if store.read_only:
+        return []
+    dirs = [os.path.join(store.root, "commitlog")]
+    base = os.path.join(store.root, "consumequeue")
+    if os.path.isdir(base):
+        for topic in sorted(os.listdir(base)):
+            tdir = os.path.join(base, topic)
+            if os.path.isdir(tdir):
+                dirs += [os.path.join(tdir, q) for q in sorted(os.listdir(tdir))]
+    doomed = []
+    for d in dirs:
+        try:
+            names = sorted(os.listdir(d))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        doomed += [os.path.join(d, n) for n in names if _CREATING.fullmatch(n)]
+    for path in doomed:
+        log.warning("deleting %s: the temp file of a segment creation that a crash interrupted", path)
+        os.remove(path)
+    return doomed
 
 
 def remove_interrupted_allocations(store) -> list[str]:

@@ -182,6 +182,7 @@ class MessageStore:
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
         self._async_pool = None
         self._async_pool_lock = threading.Lock()
+        self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -194,16 +195,31 @@ class MessageStore:
 
         ``abort`` absent means the last run shut down cleanly (normal recovery), present
         means it died (abnormal recovery: re-dispatch from the checkpoint on).  See
-        :mod:`rmqstore.recovery`.  Read-only: files are mapped read-only and the ends
-        found in memory; nothing is created, truncated, dispatched, deleted or locked.
+        :mod:`rmqstore.recovery`.  Writable: ``<root>/lock`` is taken first, before
+        recovery may truncate or delete anything (RocketMQ takes it later, in ``start``),
+        so a store that another process holds raises :class:`StoreStateError` untouched;
+        ``shutdown()``/``close()`` release it.  Read-only: files are mapped read-only and
+        the ends found in memory; nothing is created, truncated, dispatched, deleted or locked.
         """
         if self._loaded:
             return True
         if not self.read_only:
             os.makedirs(self.root, exist_ok=True)
-        elif not os.path.isdir(self.root):
+            # before anything is truncated or deleted: a store another process writes (a live
+            # broker, a second MessageStore) is refused here, untouched
+            self._take_lock()
+            try:
+                return self._load()
+            except BaseException:
+                self._release_lock()
+                raise
+        if not os.path.isdir(self.root):
             raise StoreError(f"{self.root}: no such store directory")
+        return self._load()
+
+    def _load(self) -> bool:
         self.last_exit_ok = not os.path.exists(self.abort_file)
+        recovery.remove_creation_leftovers(self)
         if not self.last_exit_ok:
             recovery.remove_interrupted_allocations(self)
         self.commit_log.load()
@@ -219,17 +235,20 @@ class MessageStore:
         """Lock ``<root>/lock`` like RocketMQ (a POSIX record lock, which Java's FileLock also uses)."""
         import fcntl
 
+        if self._lock_fd is not None:
+            return
         fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
         try:
             fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
         except OSError:
             os.close(fd)
             raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
-        os.pwrite(fd, b"lock", 0)
+        if os.pread(fd, 4, 0) != b"lock":  # RocketMQ's content; an existing lock file stays untouched
+            os.pwrite(fd, b"lock", 0)
         self._lock_fd = fd
 
     def _release_lock(self) -> None:
-        fd, self._lock_fd = getattr(self, "_lock_fd", None), None
+        fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)  # closing drops the POSIX lock
 
@@ -288,6 +307,7 @@ class MessageStore:
             self.checkpoint.shutdown()
         self.checkpoint = None
         self.commit_log.shutdown()
+        self._release_lock()
 
     def shutdown(self) -> None:
         if self.shutdown_flag:

@@ -34,7 +34,7 @@ from rmqstore import recovery
 from rmqstore.config import StoreConfig
 from rmqstore.consume_queue import CQ_STORE_UNIT_SIZE
 from rmqstore.dispatch import tags_code_of
-from rmqstore.errors import StoreError
+from rmqstore.errors import StoreError, StoreStateError
 from rmqstore.index import index_key_hash
 from rmqstore.layout import BLANK_MAGIC_CODE
 from rmqstore.message import Message
@@ -590,20 +590,96 @@ def test_short_segment_with_data_is_refused_untouched(tmp_path, killed_store):
 def test_interrupted_preallocation_is_removed_after_a_crash(tmp_path, killed_store):
     """Empty files a kill left unsized (commitlog, consume queue) are removed, not fatal."""
     cfg = crash_config()
-    root = copy_store(killed_store, tmp_path / "store")
-    names = sorted(os.listdir(Path(root) / "commitlog"))
-    empty = Path(root) / "commitlog" / f"{int(names[-1]) + cfg.mapped_file_size_commit_log:020d}"
+    root = Path(copy_store(killed_store, tmp_path / "store"))
+    empty, cq_empty = _next_segment_names(root, cfg)
     empty.touch()
-    cq_dir = Path(root) / "consumequeue" / "CrashA" / "0"
-    cq_empty = cq_dir / f"{int(sorted(os.listdir(cq_dir))[-1]) + cfg.mapped_file_size_consume_queue:020d}"
     cq_empty.touch()
+    _load_check_close(root, cfg)
+    assert not empty.exists() and not cq_empty.exists()
+
+
+def _next_segment_names(root: Path, cfg, suffix: str = "") -> tuple[Path, Path]:
+    """The names of the next commitlog file and the next file of consume queue CrashA/0."""
+    last = int(sorted(os.listdir(root / "commitlog"))[-1])
+    cq_dir = root / "consumequeue" / "CrashA" / "0"
+    cq_last = int(sorted(os.listdir(cq_dir))[-1])
+    return (root / "commitlog" / f"{last + cfg.mapped_file_size_commit_log:020d}{suffix}",
+            cq_dir / f"{cq_last + cfg.mapped_file_size_consume_queue:020d}{suffix}")
+
+
+def _load_check_close(root, cfg) -> None:
     store = MessageStore(root, cfg)
     store.load()
     try:
         check_store(store)
     finally:
         store.close()
-    assert not empty.exists() and not cq_empty.exists()
+
+
+def test_creation_leftovers_are_removed_by_a_writable_load_only(tmp_path, killed_store):
+    """``<name>.<pid>.creating``: a kill between creating a segment's temp file and renaming it.
+    A read-only open leaves them (and everything else) alone; a writable load deletes them."""
+    cfg = crash_config()
+    root = Path(copy_store(killed_store, tmp_path / "store"))
+    names = sorted(os.listdir(root / "commitlog"))
+    leftover, cq_leftover = _next_segment_names(root, cfg, ".4242.creating")
+    for path, size in ((leftover, cfg.mapped_file_size_commit_log), (cq_leftover, cfg.mapped_file_size_consume_queue)):
+        with open(path, "wb") as f:
+            f.truncate(size)
+    before = snapshot(root)
+    open_store(root, config=cfg).close()
+    assert snapshot(root) == before
+    _load_check_close(root, cfg)
+    assert not leftover.exists() and not cq_leftover.exists()
+    assert set(os.listdir(root / "commitlog")) <= set(names)  # (recovery may drop a pre-allocated file)
+
+
+_HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(os.path.join(sys.argv[1], "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+print("held", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_store_another_process_holds_is_refused_before_recovery_touches_it(tmp_path, killed_store):
+    """The lock is taken before recovery writes: a writable open of a store another process
+    holds (a live broker) raises and leaves every file as it was -- here a killed store with
+    the temp file of an interrupted segment creation, which a writable load deletes."""
+    cfg = crash_config()
+    root = Path(copy_store(killed_store, tmp_path / "store"))
+    ((offset, rec),) = _last_records(root)
+    leftover = root / "commitlog" / f"{offset - offset % cfg.mapped_file_size_commit_log:020d}.99.creating"
+    leftover.write_bytes(bytes(64))
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_LOCK, str(root)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        before = snapshot(root)
+        with pytest.raises(StoreStateError, match="in use"):
+            MessageStore(root, cfg).load()
+        with pytest.raises(StoreStateError, match="in use"):
+            with MessageStore(root, cfg):
+                pass
+        assert snapshot(root) == before
+        ro = open_store(root, config=cfg)  # reading is still fine
+        try:
+            assert ro.get_max_phy_offset() == offset + rec.total_size
+        finally:
+            ro.close()
+        assert snapshot(root) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    store = MessageStore(root, cfg)  # the holder is gone: recovery runs, and the lock is ours
+    store.load()
+    try:
+        check_store(store)
+        assert store.get_max_phy_offset() == offset + rec.total_size
+        assert not leftover.exists()
+    finally:
+        store.close()
+    assert store._lock_fd is None  # close() let it go
 
 
 def test_normal_recovery_reads_only_the_last_three_files(tmp_path, clean_store):
