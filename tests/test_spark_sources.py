@@ -107,6 +107,15 @@ def test_leading_pre_blanks_are_not_rows(spark, tmp_path):
 def test_not_a_store_is_a_clear_error(spark, tmp_path):
     with pytest.raises(Exception, match="no such store directory"):
         spark.read.format("rmqstore.index").load(str(tmp_path / "nope")).collect()
-    with pytest.raises(StoreError, match="needs a store path"):
-        from rmqstore.spark.consumequeue_source import ConsumeQueueReader
-        ConsumeQueueReader({})
+    from rmqstore.spark.commitlog_source import CommitLogReader
+    from rmqstore.spark.consumequeue_source import ConsumeQueueReader
+    from rmqstore.spark.index_source import IndexReader
+
+    for reader, name in ((ConsumeQueueReader, "consumequeue"), (IndexReader, "index"), (CommitLogReader, "commitlog")):
+        with pytest.raises(StoreError, match=f"rmqstore.{name} needs a store path"):
+            reader({})
+        with pytest.raises(StoreError, match=f"rmqstore.{name}: no store path in ','"):
+            reader({"paths": ","})
+    for bad in ("0", "-5", "lots"):
+        with pytest.raises(StoreError, match=f"splitSize must be a positive number of bytes, got '{bad}'"):
+            CommitLogReader({"path": str(tmp_path), "splitSize": bad})

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, StoreError
 from ..layout import MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION, SYSFLAG_POSITION
 from ..properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, parse_properties
 from ..ranges import read_range
@@ -46,6 +46,7 @@ from ..record import Address
 from ..scan import find_commitlog_dir, list_segments
 from ..sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from ._columns import arrow_schema, layout_columns
+from ._options import source_paths
 
 __all__ = ["CommitLogDataSource", "COMMITLOG_SCHEMA", "register", "CommitLogPartition", "records_to_batch"]
 
@@ -80,13 +81,14 @@ def _partitions(paths, split: int):
 
 class CommitLogReader(DataSourceReader):
     def __init__(self, options):
-        raw = options.get("paths") or options.get("path")
-        if not raw:
-            raise ValueError("rmqstore.commitlog needs a store path: .load(PATH) or .option('paths', 'A,B')")
-        self.paths = [p for p in (raw.split(",") if "," in raw else [raw]) if p]
-        self.split = int(options.get("splitSize", DEFAULT_SPLIT))
+        self.paths = source_paths(options, "rmqstore.commitlog")
+        raw_split = options.get("splitSize", str(DEFAULT_SPLIT))
+        try:
+            self.split = int(raw_split)
+        except (TypeError, ValueError):
+            self.split = 0
         if self.split <= 0:
-            raise ValueError(f"rmqstore.commitlog: splitSize must be a positive number of bytes, got {self.split}")
+            raise StoreError(f"rmqstore.commitlog: splitSize must be a positive number of bytes, got {raw_split!r}")
         self.with_body = options.get("body", "true").lower() != "false"
 
     def partitions(self):

@@ -42,8 +42,9 @@ from ..layout import CONSUME_QUEUE_UNIT
 from ..scan import find_commitlog_dir, list_segments
 from ..store_dir import consume_queue_file_size, resolve_store_root
 from ._columns import arrow_schema, layout_columns
+from ._options import source_paths
 
-__all__ = ["ConsumeQueueDataSource", "CONSUME_QUEUE_SCHEMA", "ConsumeQueuePartition", "source_paths",
+__all__ = ["ConsumeQueueDataSource", "CONSUME_QUEUE_SCHEMA", "ConsumeQueuePartition",
            "PRE_BLANK_UNIT"]
 
 #: ``fillPreBlank``'s filler unit
@@ -51,14 +52,6 @@ PRE_BLANK_UNIT = (0, 0x7FFFFFFF, 0)
 
 CONSUME_QUEUE_SCHEMA = ", ".join(["store string", "topic string", "queue_id int", "file string",
                                   "queue_offset bigint", *layout_columns(CONSUME_QUEUE_UNIT.fields)])
-
-
-def source_paths(options, fmt: str) -> list[str]:
-    """The store paths of ``.load(PATH)`` or ``.option("paths", "A,B")``."""
-    raw = options.get("paths") or options.get("path")
-    if not raw:
-        raise StoreError(f"{fmt} needs a store path: .load(PATH) or .option('paths', 'A,B')")
-    return [p for p in raw.split(",") if p]
 
 
 @dataclass

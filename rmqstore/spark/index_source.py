@@ -31,7 +31,7 @@ from ..index import IndexFile, index_file_size
 from ..layout import INDEX_ENTRY, INDEX_HEADER
 from ..store_dir import index_dimensions, resolve_store_root
 from ._columns import arrow_schema, layout_columns
-from .consumequeue_source import source_paths
+from ._options import source_paths
 
 __all__ = ["IndexDataSource", "INDEX_SCHEMA", "IndexPartition", "read_index_entries"]
 
