@@ -444,6 +444,7 @@ class _Verifier:
         self.cq_horizon = -1
         self.index_range: tuple[int | None, int | None] = (None, None)
         self.past_end: list[int] = []  # offsets past the end of the log that units/entries point at
+        self.unclaimed_tail: int | None = None  # index in problems of an undecodable last record (no abort)
         self.abort = False
         #: ConsumeQueueExt in use (enableConsumeQueueExt): tags codes <= Integer.MIN_VALUE - 1 are addresses
         self.cq_ext = os.path.isdir(os.path.join(root, "consumequeue_ext"))
@@ -679,8 +680,10 @@ class _Verifier:
 
     def _check_index_file(self, ix: _IndexFile, size: int, slots: int, num: int) -> None:
         rel = ix.rel
-        if not 1 <= ix.count <= num:
-            self.add("index_header", rel, 36, f"indexCount {ix.count} is outside [1, {num}]")
+        # 0 is a file created but not flushed before its first key (RocketMQ's load reads it as 1;
+        # were entries lost with it, the slot checks below find the slots pointing past the count)
+        if not 0 <= ix.count <= num:
+            self.add("index_header", rel, 36, f"indexCount {ix.count} is outside [0, {num}]")
         if not 0 <= ix.slot_count <= slots:
             self.add("index_header", rel, 32, f"hashSlotCount {ix.slot_count} is outside [0, {slots}]")
         count = min(max(ix.count, 1), num)
@@ -846,6 +849,8 @@ class _Verifier:
                     p, kind="torn_tail", severity=WARNING,
                     message=p.message + "; it is the last record of the log and the abort file says the writer "
                     "died: a torn write that recovery will cut off")
+        elif corrupt_tail and last_corrupt is not None:
+            self.unclaimed_tail = last_corrupt  # judged once every reference is known (finish_log_refs)
 
     def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
         """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
@@ -1195,7 +1200,21 @@ class _Verifier:
                      f"before the start of the commitlog ({log_start}); their messages expired", WARNING)
 
     def finish_log_refs(self) -> None:
-        """Several references past the end: the commitlog lost its tail (a missing or cut file)."""
+        """Several references past the end: the commitlog lost its tail (a missing or cut file).
+
+        With none at all, undecodable bytes where the log's last file stops are not a lost
+        record but what a recovery leaves: it cuts a torn write off by position and does not
+        zero it, and a later put shorter than the torn record leaves its rest after the end.
+        RocketMQ's recovery stops there and the next put overwrites it, so that is a warning.
+        """
+        if self.unclaimed_tail is not None and not self.past_end:
+            p = self.report.problems[self.unclaimed_tail]
+            if p.kind == "undecodable_record":
+                self.report.problems[self.unclaimed_tail] = replace(
+                    p, kind="garbage_after_end", severity=WARNING,
+                    message=p.message + "; it is where the log's last file stops and no consume-queue unit or "
+                    "index entry points at or past it: bytes a recovery cut off (a torn write), which RocketMQ "
+                    "ignores and overwrites")
         past = sorted(self.past_end)
         if len(past) < 2 or not self.sizes.commitlog:
             return

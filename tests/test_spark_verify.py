@@ -25,7 +25,7 @@ from conftest import ALL_FIXTURES, FIXTURES  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from test_verify import (copy_store, engine_store, faults, files_of, flip, messages_of, store_root,  # noqa: E402
-                         units_of)
+                         units_of, write_torn_record)
 
 import rmqstore.spark.verify as spark_verify_module  # noqa: E402
 from rmqstore.spark.verify import verify as spark_verify  # noqa: E402
@@ -143,6 +143,18 @@ def _garbage_after_end(name):
     return lambda root: flip(root / rel, pos + rec.total_size + 100, 0x5A)
 
 
+def _torn_after_end(name):
+    """Half a copy of the last record right after it (a torn write a recovery cut off)."""
+    rel, pos, rec = messages_of(name)[-1]
+    end = pos + rec.total_size
+    seg_start = int(rel.rsplit("/", 1)[1])
+
+    def apply(root):
+        raw = (root / rel).read_bytes()[pos:end]
+        write_torn_record(root / rel, end, seg_start + end, raw)
+    return apply
+
+
 def _many_bodies(name):
     """Flip a body byte of every second message: more body_crc problems than the cap lists."""
     def apply(root):
@@ -178,6 +190,7 @@ FAULTS = {
     "first_segment_missing": ("basic", _remove(files_of("basic")["commitlog"][0]), "expired_refs"),
     "segment_truncated": ("flush_tsp", _truncate(files_of("flush_tsp")["commitlog"][1], 1000), "file_size"),
     "garbage_after_end": ("basic", _garbage_after_end("basic"), "garbage_after_end"),
+    "torn_after_end": ("engine", _torn_after_end("engine"), "garbage_after_end"),
     "index_hash": ("engine", _index_entry("engine", 3, 0, 0x01), "index_entry"),
     "index_offset": ("engine", _index_entry("engine", 4, 4, 0x01), "index_entry"),
     "index_time": ("engine", _index_entry("engine", 5, 12, 0x04), "index_entry"),
@@ -201,7 +214,7 @@ def damaged(spark, tmp_path_factory):
     return {fid: (root, rep) for (fid, root), rep in zip(roots.items(), reports)}
 
 
-@pytest.mark.slow  # the 27 copies go through one Spark call (~30 s on a loaded machine)
+@pytest.mark.slow  # the 28 copies go through one Spark call (~30 s on a loaded machine)
 @pytest.mark.parametrize("fid", list(FAULTS))
 def test_equal_on_damaged_store(damaged, fid):
     root, got = damaged[fid]

@@ -280,27 +280,92 @@ def test_a_store_too_damaged_to_open_is_still_verified(tmp_path):
     assert code == 2 and "cannot open" in err and "rmqstore verify" in err
 
 
-def test_torn_tail_after_a_crash_is_a_warning(tmp_path):
-    """The crash fixture with half a record written after its last one (a write torn by the crash):
-    recovery cuts it off, so with the abort file present it is a warning; without, damage."""
+def write_torn_record(path: Path, pos: int, phys: int, record: bytes) -> None:
+    """Write the first half of ``record`` at ``pos`` of segment ``path``, as a write torn by a
+    crash leaves it: its header names its own position ``phys``; the rest never reached the file."""
+    half = bytearray(record[:len(record) // 2])
+    struct.pack_into(">q", half, 28, phys)
+    with open(path, "r+b") as f:
+        f.seek(pos)
+        f.write(half)
+
+
+def test_torn_tail_is_a_warning_while_nothing_points_at_it(tmp_path):
+    """The crash fixture with half a record written after its last one (a write torn by the crash).
+    With the abort file present, recovery will cut it off: a warning.  After a clean shutdown the
+    same bytes are what a recovery leaves (it cuts by position and zeroes nothing), so while no
+    unit or index entry points at them they are a warning too; once a unit does, they are damage."""
     root = copy_store("crash", str(tmp_path))
     last_off, last = [(o, r) for o, r in commitlog_records("crash") if not isinstance(r, BlankRecord)][-1]
     end = last_off + last.total_size
     seg = root / "commitlog" / f"{end - end % 65536:020d}"
     pos = end % 65536
-    data = bytearray((FIXTURES / "crash" / "store" / "commitlog" / seg.name).read_bytes()[
-        last_off % 65536:last_off % 65536 + last.total_size // 2])
-    struct.pack_into(">q", data, 28, end)  # its own PHYSICALOFFSET; the rest never reached the file
-    with open(seg, "r+b") as f:
-        f.seek(pos)
-        f.write(data)
+    raw = (FIXTURES / "crash" / "store" / "commitlog" / seg.name).read_bytes()
+    write_torn_record(seg, pos, end, raw[last_off % 65536:last_off % 65536 + last.total_size])
     report = verify(root)
     assert report.ok, [str(p) for p in report.errors]
     torn = [p for p in report.problems if p.kind == "torn_tail"]
     assert torn and torn[0].offset == pos and torn[0].path == f"commitlog/{seg.name}"
-    (root / "abort").unlink()  # the same bytes after a clean shutdown are damage
+    (root / "abort").unlink()
     report = verify(root)
-    assert [(p.kind, p.where) for p in report.errors] == [("undecodable_record", f"commitlog/{seg.name}:{pos}")]
+    assert report.ok, [str(p) for p in report.errors]
+    assert [(p.kind, p.where) for p in report.problems if p.kind in ("torn_tail", "garbage_after_end",
+                                                                       "undecodable_record")] == \
+        [("garbage_after_end", f"commitlog/{seg.name}:{pos}")]
+    # a unit of the record's queue that points at the torn bytes: a dispatched record was lost
+    qdir = root / "consumequeue" / last.topic / str(last.queue_id)
+    cq = max(qdir.iterdir(), key=lambda p: int(p.name))
+    units = cq.read_bytes()
+    free = next(i for i in range(0, len(units), 20) if units[i:i + 20] == bytes(20))
+    with open(cq, "r+b") as f:
+        f.seek(free)
+        f.write(struct.pack(">qiq", end, last.total_size, 0))
+    report = verify(root)
+    assert ("undecodable_record", f"commitlog/{seg.name}:{pos}") in [(p.kind, p.where) for p in report.errors]
+
+
+def test_a_damaged_last_record_that_units_point_at_is_an_error(tmp_path):
+    """Where the log stops on bytes that units point at, they are a lost record, not leftovers."""
+    for name in FAULT_STORES:
+        rel, pos, rec = messages_of(name)[-1]
+        with tempfile.TemporaryDirectory() as tmp:
+            root = copy_store(name, tmp)
+            flip(root / rel, pos + 3, 0x04)  # TOTALSIZE: the size chain breaks at the last record
+            report = verify(root)
+            assert ("undecodable_record", f"{rel}:{pos}") in [(p.kind, p.where) for p in report.errors], name
+            assert not [p for p in report.problems if p.kind == "garbage_after_end"], name
+
+
+def test_an_index_file_without_keys_has_count_one_and_zero_means_the_same(tmp_path):
+    """Keyless puts create an index file that gets no entry.  A clean shutdown flushes its
+    header with indexCount 1 (entry 0 is never used), as RocketMQ's IndexFile.flush does; a
+    file never flushed has 0 there, which RocketMQ's load reads as 1 -- not damage.  A count
+    of 0 in a file whose slots point at entries is damage, and the slot check says so."""
+    from rmqstore import Message, MessageStore, StoreConfig
+
+    root = tmp_path / "store"
+    cfg = StoreConfig(mapped_file_size_commit_log=16 * 1024, mapped_file_size_consume_queue=20 * 64,
+                      max_hash_slot_num=16, max_index_num=64)
+    with MessageStore(root, cfg) as store:
+        for _ in range(3):
+            assert store.put_message(Message("NoKeys", b"x" * 20, queue_id=0, born_host="192.0.2.1:1")).ok
+        assert store.wait_dispatched()
+    (ix,) = (root / "index").iterdir()
+    assert struct.unpack_from(">i", ix.read_bytes(), 36)[0] == 1
+    assert verify(root).problems == []
+    with open(ix, "r+b") as f:
+        f.seek(36)
+        f.write(bytes(4))
+    assert verify(root).problems == []
+    keyed = copy_store("engine", str(tmp_path / "engine"))
+    first = keyed / files_of("engine")["index"][0]
+    with open(first, "r+b") as f:
+        f.seek(36)
+        f.write(bytes(4))
+    errors = verify(keyed).errors
+    assert errors and {p.kind for p in errors} <= {"index_slot", "unindexed_key", "index_header", "index_chain"}, \
+        [str(p) for p in errors]
+    assert any(p.kind == "index_slot" and p.path == files_of("engine")["index"][0] for p in errors)
 
 
 # -- fuzz: garbage never leaks a raw exception ----------------------------------------------------------
