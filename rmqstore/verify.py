@@ -65,9 +65,10 @@ claimed by another unit is damaged (the problem names the consume-queue file).
 Severity.  ``error`` is damage: a consumer or a recovery would lose or misread data.
 ``warning`` is a state a RocketMQ start repairs or that is normal after a crash: the abort
 file, pre-allocated empty segments, records not yet dispatched, non-zero bytes after the
-end of the log (left by a torn write or by RocketMQ's own truncation), and a last record
+end of the log (left by a torn write or by RocketMQ's own truncation), a last record
 that does not decode when the abort file says the writer died (a torn tail: recovery cuts
-it off).  A first commitlog file that does not start at 0 is indistinguishable from
+it off), and one that does not decode after a clean shutdown while no unit or index entry
+points at or past it (the rest of a torn write a recovery cut off, after a shorter put).  A first commitlog file that does not start at 0 is indistinguishable from
 expired files and only noted.
 
 Nothing here writes: files are opened ``O_RDONLY`` and mapped ``ACCESS_READ``; no file is
