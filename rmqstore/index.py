@@ -163,14 +163,7 @@ class IndexFile:
             yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
 
     def flush(self) -> None:
-        """Write the whole header, then force the file (RocketMQ's ``IndexFile.flush``).
-
-        A file created but given no key yet has an all-zero count on disk until then;
-        the flush writes the in-memory count (1: entry 0 is never used).
-        """
         if not self.mapped_file.read_only:
-            _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
-                              self.end_phy_offset, self.hash_slot_count, self.index_count)
             self.buf.flush()
 
     def shutdown(self) -> None:
