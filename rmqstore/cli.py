@@ -64,6 +64,7 @@ from typing import Callable
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .dumpfmt import DumpFormatError, blank_from_json, json_to_message, record_to_json
 from .errors import RmqStoreError
+from .progress import ProgressBar, isatty
 from .store_dir import infer_config
 from .scan import CommitLogScan, find_commitlog_dir, list_segments
 
@@ -87,19 +88,11 @@ class Streams:
 
     @property
     def stderr_is_tty(self) -> bool:
-        return _isatty(self.stderr)
+        return isatty(self.stderr)
 
     @property
     def stdout_is_tty(self) -> bool:
-        return _isatty(self.stdout)
-
-
-def _isatty(stream) -> bool:
-    isatty = getattr(stream, "isatty", None)
-    try:
-        return bool(isatty and isatty())
-    except (ValueError, OSError):
-        return False
+        return isatty(self.stdout)
 
 
 @dataclass(frozen=True)
@@ -111,44 +104,9 @@ class Command:
 
 # -- progress -----------------------------------------------------------------------------
 
-class _Progress:
-    """A rich progress bar on stderr when it is a terminal; otherwise nothing."""
-
-    def __init__(self, io: Streams, description: str, total: int | None = None, unit: str = "bytes"):
-        self._bar = None
-        self._task = None
-        if not io.stderr_is_tty:
-            return
-        try:
-            from rich.console import Console
-            from rich.progress import (BarColumn, DownloadColumn, Progress, SpinnerColumn, TextColumn,
-                                       TimeElapsedColumn)
-        except ImportError:  # pragma: no cover - rich is a dependency
-            return
-        columns = [SpinnerColumn(), TextColumn("[bold]{task.description}")]
-        if total is not None:
-            columns.append(BarColumn())
-        columns.append(DownloadColumn() if unit == "bytes" else TextColumn("{task.completed} " + unit))
-        columns.append(TimeElapsedColumn())
-        self._bar = Progress(*columns, console=Console(file=io.stderr), transient=True)
-        self._task = self._bar.add_task(description, total=total)
-
-    def __enter__(self):
-        if self._bar is not None:
-            self._bar.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self._bar is not None:
-            self._bar.stop()
-
-    def update(self, completed: int, total: int | None = None) -> None:
-        if self._bar is not None:
-            self._bar.update(self._task, completed=completed, total=total)
-
-    def log(self, text: str) -> None:
-        if self._bar is not None:
-            self._bar.console.print(text, markup=False, highlight=False)
+def _progress(io: Streams, description: str, total: int | None = None, unit: str = "bytes") -> ProgressBar:
+    """A transient bar on stderr when it is a terminal; otherwise nothing."""
+    return ProgressBar(io.stderr, description, total, unit, enabled=io.stderr_is_tty)
 
 
 # -- dump -----------------------------------------------------------------------------------
@@ -166,7 +124,7 @@ def _dump(args: argparse.Namespace, io: Streams) -> int:
     include_body = not args.no_body
     dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
     scan = CommitLogScan(args.store)
-    with _Progress(io, "dump", scan.total_bytes) as progress:
+    with _progress(io, "dump", scan.total_bytes) as progress:
         scan.progress = progress.update
         lines = []
         for offset, record in scan:
@@ -380,7 +338,7 @@ def _load(args: argparse.Namespace, io: Streams) -> int:
     store.start()
     loader = _Loader(store, args.renumber)
     try:
-        with _Progress(io, "load", None, unit="records") as progress:
+        with _progress(io, "load", None, unit="records") as progress:
             for lineno, obj in _read_lines(io.stdin):
                 kind = obj.get("type")
                 try:
@@ -542,7 +500,7 @@ def _inspect(args: argparse.Namespace, io: Streams) -> int:
 
     store = _open_read_only(args.store)
     try:
-        with _Progress(io, "inspect") as progress:
+        with _progress(io, "inspect") as progress:
             info = inspect(store, progress=progress.update)
     finally:
         store.close()
@@ -837,7 +795,7 @@ def _verify(args: argparse.Namespace, io: Streams) -> int:
     except RmqStoreError:
         store = None  # too damaged to open: verify examines the files and says why
     try:
-        with _Progress(io, "verify", 1) as progress:
+        with _progress(io, "verify", 1) as progress:
             report = verify(store if store is not None else root, progress=progress.update)
     finally:
         if store is not None:

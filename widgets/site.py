@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rmqstore.errors import RmqStoreError
+from rmqstore.progress import ProgressBar
 
 from ._assets import HERE
 from .static_html import export_notebook_html
@@ -262,35 +263,6 @@ def _index_html(site_title: str, pages: list[SitePage]) -> str:
 
 # -- the build --------------------------------------------------------------------------------
 
-class _Progress:
-    """A rich progress bar (one step per notebook) on stderr when it is a terminal."""
-
-    def __init__(self, total: int, enabled: bool | None):
-        self.bar = None
-        if enabled is None:
-            enabled = sys.stderr.isatty()
-        if enabled:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                TimeElapsedColumn(), console=Console(file=sys.stderr), transient=False)
-            self.task = self.bar.add_task("site", total=total)
-
-    def __enter__(self):
-        if self.bar is not None:
-            self.bar.start()
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.stop()
-
-    def step(self, description: str, advance: int = 0) -> None:
-        if self.bar is not None:
-            self.bar.update(self.task, description=description, advance=advance)
-
-
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -328,7 +300,7 @@ def build_site(out="site", notebooks=None, *, execute: bool = True, timeout: int
         pages.append(SitePage(source, out / f"{source.stem}.html", heading, _inline_markdown(summary)))
 
     site = Site(out)
-    with _Progress(len(pages), progress) as bar:
+    with ProgressBar(sys.stderr, "site", len(pages), unit="steps", enabled=progress, transient=False) as bar:
         for i, page in enumerate(pages):
             bar.step(f"{'executing' if execute else 'exporting'} {page.source.name}")
             started = time.monotonic()

@@ -144,9 +144,9 @@ class _SparkProgress:
     polled from the SparkContext's status tracker twice a second."""
 
     def __init__(self, io, spark, what: str):
-        from ..cli import _Progress
+        from ..cli import _progress
 
-        self.bar = _Progress(io, f"spark {what}", None, unit="tasks done")
+        self.bar = _progress(io, f"spark {what}", None, unit="tasks done")
         self.tracker = spark.sparkContext.statusTracker()
         self.done: dict[int, int] = {}  # stage id -> tasks completed (as last seen)
         self.stop = threading.Event()
