@@ -125,6 +125,7 @@ import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
 from .crc import crc32
+from .consume_queue import consume_queue_dir, consume_queue_ids
 from .dispatch import dispatch_request
 from .errors import CorruptRecordError
 from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION,
@@ -437,6 +438,11 @@ def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     return out
 
 
+def _queue_dirs(root: str) -> list[str]:
+    """The directory of every consume queue the store loads (``consume_queue_ids``)."""
+    return [consume_queue_dir(root, topic, qid) for topic, qid in consume_queue_ids(root)]
+
+
 def remove_creation_leftovers(store) -> list[str]:
     """Delete ``<name>.<pid>.creating`` temp files of segment creations a kill interrupted.
 
@@ -447,15 +453,8 @@ def remove_creation_leftovers(store) -> list[str]:
     """
     if store.read_only:
         return []
-    dirs = [os.path.join(store.root, "commitlog")]
-    base = os.path.join(store.root, "consumequeue")
-    if os.path.isdir(base):
-        for topic in sorted(os.listdir(base)):
-            tdir = os.path.join(base, topic)
-            if os.path.isdir(tdir):
-                dirs += [os.path.join(tdir, q) for q in sorted(os.listdir(tdir))]
     doomed = []
-    for d in dirs:
+    for d in [os.path.join(store.root, "commitlog"), *_queue_dirs(store.root)]:
         try:
             names = sorted(os.listdir(d))
         except (FileNotFoundError, NotADirectoryError):
@@ -473,13 +472,8 @@ def remove_interrupted_allocations(store) -> list[str]:
         return []
     cfg = store.config
     doomed = _trailing_empty_misfits(os.path.join(store.root, "commitlog"), cfg.mapped_file_size_commit_log)
-    base = os.path.join(store.root, "consumequeue")
-    if os.path.isdir(base):
-        for topic in sorted(os.listdir(base)):
-            tdir = os.path.join(base, topic)
-            if os.path.isdir(tdir):
-                for qid in sorted(os.listdir(tdir)):
-                    doomed += _trailing_empty_misfits(os.path.join(tdir, qid), cfg.mapped_file_size_consume_queue)
+    for qdir in _queue_dirs(store.root):
+        doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
     idir = os.path.join(store.root, "index")
     if os.path.isdir(idir):
         from .index import index_file_size
