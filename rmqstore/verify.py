@@ -68,8 +68,9 @@ file, pre-allocated empty segments, records not yet dispatched, non-zero bytes a
 end of the log (left by a torn write or by RocketMQ's own truncation), a last record
 that does not decode when the abort file says the writer died (a torn tail: recovery cuts
 it off), and one that does not decode after a clean shutdown while no unit or index entry
-points at or past it (the rest of a torn write a recovery cut off, after a shorter put).  A first commitlog file that does not start at 0 is indistinguishable from
-expired files and only noted.
+points at or past it (the rest of a torn write a recovery cut off, after a shorter put).
+A first commitlog file that does not start at 0 is indistinguishable from expired files
+and only noted.
 
 Nothing here writes: files are opened ``O_RDONLY`` and mapped ``ACCESS_READ``; no file is
 created, truncated, locked or deleted.  :func:`verify` takes an open store (its root and
@@ -844,14 +845,16 @@ class _Verifier:
                      f"position {pos}: left by a torn write or by a recovery that cut the log here (RocketMQ "
                      "ignores and overwrites them)", WARNING)
         if corrupt_tail and last_corrupt is not None and self.abort:
-            p = self.report.problems[last_corrupt]
-            if p.kind == "undecodable_record":
-                self.report.problems[last_corrupt] = replace(
-                    p, kind="torn_tail", severity=WARNING,
-                    message=p.message + "; it is the last record of the log and the abort file says the writer "
-                    "died: a torn write that recovery will cut off")
+            self._as_warning(last_corrupt, "torn_tail", "it is the last record of the log and the abort file "
+                             "says the writer died: a torn write that recovery will cut off")
         elif corrupt_tail and last_corrupt is not None:
             self.unclaimed_tail = last_corrupt  # judged once every reference is known (finish_log_refs)
+
+    def _as_warning(self, i: int, kind: str, why: str) -> None:
+        """Problem ``i``, an undecodable record, turns out to be a state recovery handles: a warning."""
+        p = self.report.problems[i]
+        if p.kind == "undecodable_record":
+            self.report.problems[i] = replace(p, kind=kind, severity=WARNING, message=f"{p.message}; {why}")
 
     def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
         """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
@@ -1209,13 +1212,9 @@ class _Verifier:
         RocketMQ's recovery stops there and the next put overwrites it, so that is a warning.
         """
         if self.unclaimed_tail is not None and not self.past_end:
-            p = self.report.problems[self.unclaimed_tail]
-            if p.kind == "undecodable_record":
-                self.report.problems[self.unclaimed_tail] = replace(
-                    p, kind="garbage_after_end", severity=WARNING,
-                    message=p.message + "; it is where the log's last file stops and no consume-queue unit or "
-                    "index entry points at or past it: bytes a recovery cut off (a torn write), which RocketMQ "
-                    "ignores and overwrites")
+            self._as_warning(self.unclaimed_tail, "garbage_after_end", "it is where the log's last file stops "
+                             "and no consume-queue unit or index entry points at or past it: bytes a recovery "
+                             "cut off (a torn write), which RocketMQ ignores and overwrites")
         past = sorted(self.past_end)
         if len(past) < 2 or not self.sizes.commitlog:
             return
