@@ -556,26 +556,8 @@ class _Run:
             .join(backed, (F.col("tsid") == F.col("msid")) & (F.col("tphys") == F.col("mphys")), "left")
         ctxs = self.ctxs
         out = joined.rdd.mapPartitions(lambda it: _forward(ctxs, it)).collect()
-        expired = [0] * len(self.vs)
-        problems = []
-        for sid, tag, *rest in out:
-            v = self.vs[sid]
-            if tag == "expired":
-                expired[sid] += rest[0]
-            elif tag == "past_end":
-                v.past_end.append(rest[0])
-            elif tag == "pointed":
-                v.forward_pointed.add(rest[0])
-            elif tag == "blamed":
-                v.blamed_records.add(rest[0])
-            elif tag == "reported":
-                v.reported_units.add(rest[0])
-            else:
-                problems.append((sid, tag, *rest))
-        self._add_rows(6, problems)
-        for sid, v in enumerate(self.vs):
-            v.stamp = (6, _LAST)
-            v._report_expired_units(expired[sid], v.report.log_start if v.segments else 0)
+        self._sort_out(out, 6, "_report_expired_units",
+                       {"pointed": "forward_pointed", "blamed": "blamed_records", "reported": "reported_units"})
         self.ctxs = [v.context() for v in self.vs]
         for v, ctx in zip(self.vs, self.ctxs):
             ctx.forward_pointed = v.forward_pointed | v.blamed_records
@@ -619,19 +601,29 @@ class _Run:
         left = left.withColumn("first", first)
         ctxs = self.ctxs
         out = left.rdd.mapPartitions(lambda it: _unresolved(ctxs, it)).collect()
+        self._sort_out(out, 9, "_report_expired_entries")
+
+    def _sort_out(self, out, phase: int, report_expired: str, marks: dict[str, str] | None = None) -> None:
+        """Rows ``(sid, tag, *rest)`` of a pointer check (units forward, index entries) back to their
+        verifiers: counts of expired pointers (reported per store, by the ``report_expired`` method),
+        offsets past the end, ``marks`` (tag -> the verifier's set to add ``rest[0]`` to), and problems."""
+        marks = marks or {}
         expired = [0] * len(self.vs)
         problems = []
         for sid, tag, *rest in out:
+            v = self.vs[sid]
             if tag == "expired":
                 expired[sid] += rest[0]
             elif tag == "past_end":
-                self.vs[sid].past_end.append(rest[0])
+                v.past_end.append(rest[0])
+            elif tag in marks:
+                getattr(v, marks[tag]).add(rest[0])
             else:
                 problems.append((sid, tag, *rest))
-        self._add_rows(9, problems)
+        self._add_rows(phase, problems)
         for sid, v in enumerate(self.vs):
-            v.stamp = (9, _LAST)
-            v._report_expired_entries(expired[sid], v.report.log_start if v.segments else 0)
+            v.stamp = (phase, _LAST)
+            getattr(v, report_expired)(expired[sid], v.report.log_start if v.segments else 0)
 
     def finish(self) -> None:
         for v in self.vs:
