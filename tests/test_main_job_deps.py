@@ -1,0 +1,122 @@
+"""Every notebook can run after the README's main-job install, and nothing more.
+
+A newcomer runs the README's first command (``pip install -e '.[<extras>]' && jupyter lab
+...``) and opens the notebooks.  A notebook that imports a package the main job's extras
+do not bring fails for them after work has been done (notebook 10 once wrote a 26 MB store
+and then died on ``import pyspark``).  The suite itself installs more (the ``dev`` extra),
+so executing the notebooks cannot catch this; this test reads what each notebook imports,
+maps every third-party module to the distribution that provides it in this environment,
+and checks that distribution is in the dependency closure of the extras the README's
+main-job command names.  ``rmqstore.spark`` imports PySpark lazily, so a notebook that
+uses it needs everything the ``spark`` extra lists.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import sys
+import tomllib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _canon(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def main_job_extras() -> list[str]:
+    """The extras of the first ``pip install -e '.[...]'`` in the README (the main job)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    m = re.search(r"pip install -e '\.\[([a-z0-9_,-]+)\]'", text)
+    assert m, "the README's main-job command installs the package with extras"
+    return m.group(1).split(",")
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _closure(requirements: list[str]) -> set[str]:
+    """Canonical names of the distributions these requirements pull in (installed metadata)."""
+    seen: set[str] = set()
+    todo = [(Requirement(r), "") for r in requirements]
+    while todo:
+        req, extra = todo.pop()
+        if req.marker is not None and not req.marker.evaluate({"extra": extra}):
+            continue
+        name = _canon(req.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            dist = metadata.distribution(req.name)
+        except metadata.PackageNotFoundError:
+            continue
+        for sub in dist.requires or []:
+            sub_req = Requirement(sub)
+            extras = req.extras or {""}
+            for e in extras:
+                todo.append((sub_req, e))
+    return seen
+
+
+def main_job_closure() -> set[str]:
+    project = _pyproject()["project"]
+    reqs = list(project["dependencies"])
+    for extra in main_job_extras():
+        reqs += project["optional-dependencies"][extra]
+    return _closure(reqs)
+
+
+def notebook_imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        src = "".join(cell["source"])
+        lines = [ln for ln in src.splitlines() if not ln.lstrip().startswith(("%", "!"))]
+        for node in ast.walk(ast.parse("\n".join(lines))):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+    return names
+
+
+def needed_distributions(modules: set[str]) -> dict[str, set[str]]:
+    """Module -> the distributions it needs beyond the standard library and rmqstore's core."""
+    provided = metadata.packages_distributions()
+    spark_extra = _pyproject()["project"]["optional-dependencies"]["spark"]
+    need: dict[str, set[str]] = {}
+    for mod in modules:
+        top = mod.split(".")[0]
+        if mod == "rmqstore.spark" or mod.startswith("rmqstore.spark."):
+            need[mod] = {_canon(Requirement(r).name) for r in spark_extra}
+        elif top == "rmqstore" or top in sys.stdlib_module_names:
+            continue
+        else:
+            dists = provided.get(top)
+            assert dists, f"module {top!r} is provided by no installed distribution"
+            need[mod] = {_canon(d) for d in dists}
+    return need
+
+
+def test_readme_main_job_names_the_jupyter_extra():
+    assert "jupyter" in main_job_extras()
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_on_the_main_job_install(path):
+    closure = main_job_closure()
+    missing = {mod: sorted(d - closure) for mod, d in needed_distributions(notebook_imports(path)).items()
+               if not d & closure or (mod.startswith("rmqstore.spark") and d - closure)}
+    assert not missing, (f"{path.name} imports modules the README's main-job install does not bring: {missing}; "
+                         "add them to the extra the main job installs")
