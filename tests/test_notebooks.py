@@ -31,6 +31,20 @@ def test_tour_prints_the_sample_store():
     assert f"{n_msgs} messages, {n_blanks} blank records" in text
     assert "00000000000000000000  starts at offset        0  size 65,536 bytes" in text
     assert "OrderTopic" in text and "SCHEDULE_TOPIC_XXXX" in text
+    # properties print with visible separators, not raw control characters
+    assert "\\x01" in text and "\x01" not in text and "\x02" not in text
+
+
+def test_tour_opens_on_the_store_inspector():
+    """The first thing the tour shows is the store itself: a live StoreInspector view."""
+    views = [out["data"]["application/vnd.jupyter.widget-view+json"]["model_id"]
+             for cell in executed_notebook("01_tour.ipynb").cells for out in cell.get("outputs", [])
+             if "application/vnd.jupyter.widget-view+json" in out.get("data", {})]
+    assert views, "the tour displays no widget"
+    first = next(c for c in executed_notebook("01_tour.ipynb").cells
+                 if any("application/vnd.jupyter.widget-view+json" in o.get("data", {}) for o in c.get("outputs", [])))
+    assert "StoreInspector.from_path(STORE)" in "".join(first.source)
+    assert any("StoreInspector" in o["data"].get("text/plain", "") for o in first.outputs if "data" in o)
 
 
 def test_record_layout_prints_fields_record_and_blank():

@@ -2,7 +2,7 @@
 
 The README's FIRST fenced bash block is the main-job command::
 
-    python3 -m pip install -e '.[jupyter]' && jupyter lab --allow-root notebooks/01_tour.ipynb
+    python3 -m pip install -e '.[jupyter]' && jupyter lab --allow-root --ServerApp.root_dir=. notebooks/01_tour.ipynb
 
 * The install part is checked for what it asks (``pip install -e`` of the ``jupyter`` extra)
   and that pyproject defines that extra with what the tour imports; it is not run here (no
@@ -13,8 +13,10 @@ The README's FIRST fenced bash block is the main-job command::
 * The ``jupyter lab ...`` part is run exactly as written -- same program, same arguments, from
   the root of a checkout -- plus only test isolation: loopback ip, a free port, a token, no
   browser, temp config/data/runtime dirs, autosave off.  The "checkout" is a temp folder with
-  the tour copied to ``notebooks/`` and ``data/`` linked to the repository's (what the tour
-  reads), so JupyterLab's checkpoints and saves can never land in the shared working tree.
+  the tour copied to ``notebooks/``, the README copied and ``data/`` linked to the repository's
+  (what the tour reads), so JupyterLab's checkpoints and saves can never land in the shared
+  working tree.  JupyterLab must be rooted at the checkout, so a newcomer can browse ``data/``
+  and the README from its file browser, not only ``notebooks/``.
 * The page Chromium opens is the one the server writes for the browser it would have
   launched (``jpserver-file-to-run-<pid>-open.html`` in the runtime dir): so the test sees the
   URL a user's browser gets, and checks it shows the tour.  Then Run > Run All Cells from
@@ -141,6 +143,7 @@ def main_job_lab(tmp_path):
     checkout = tmp_path / "checkout"
     (checkout / "notebooks").mkdir(parents=True)
     shutil.copy(REPO / TOUR, checkout / TOUR)
+    shutil.copy(REPO / "README.md", checkout / "README.md")
     (checkout / "data").symlink_to(REPO / "data", target_is_directory=True)
     dirs = {name: tmp_path / name for name in ("config", "data", "runtime", "ipython", "workspaces")}
     for d in dirs.values():
@@ -158,7 +161,7 @@ def main_job_lab(tmp_path):
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([program, *run[1:], *isolation], cwd=checkout, env=env, stdin=subprocess.DEVNULL,
                                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    lab = Lab(f"http://127.0.0.1:{port}", token, checkout / "notebooks", log_path)
+    lab = Lab(f"http://127.0.0.1:{port}", token, checkout, log_path)
     try:
         yield lab, wait_for_open_file(proc, dirs["runtime"], lab), checkout
     finally:
@@ -179,13 +182,18 @@ class _OpenURL:
 def test_main_job_opens_the_tour_and_it_runs(page, main_job_lab, snap, page_errors, external_requests):
     lab, url, checkout = main_job_lab
     parts = urlsplit(url)
-    assert (parts.hostname, parts.path) == ("127.0.0.1", "/lab/tree/01_tour.ipynb"), url
+    assert (parts.hostname, parts.path) == ("127.0.0.1", "/lab/tree/notebooks/01_tour.ipynb"), url
     assert f"token={lab.token}" in parts.query
+    # rooted at the checkout: the file browser offers data/ and the README beside notebooks/
+    assert {"README.md", "data", "notebooks"} <= {e["name"] for e in lab.api("contents")["content"]}
 
     nb = open_notebook(page, _OpenURL(url), "01_tour.ipynb", timeout_ms=90_000)
     tabs = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab").all_text_contents()
     assert [t for t in tabs if ".ipynb" in t] == ["01_tour.ipynb"], tabs
     nb.run_all_cells(timeout_ms=150_000)
+    inspector = nb.wait_for_view("store-inspector", timeout_ms=60_000)
+    # the first view in the notebook, and it shows the sample store's segments
+    assert nb.outputs().locator("[data-testid]").first.get_attribute("data-testid") == "store-inspector"
 
     from rmqstore import MessageRecord
     from rmqstore.scan import CommitLogScan, find_commitlog_dir, list_segments
@@ -198,6 +206,11 @@ def test_main_job_opens_the_tour_and_it_runs(page, main_job_lab, snap, page_erro
     assert f"{n_msgs} messages, {len(records) - n_msgs} blank records" in text, text[:1000]
     assert f"{first.name}  starts at offset {first.offset:>8,}  size {first.size:,} bytes" in text
     assert f"store: {(checkout / 'data' / 'sample_store').resolve()}" in text
+    bars = inspector.get_by_test_id("segment")
+    n_segments = len(list_segments(find_commitlog_dir(store)))
+    page.wait_for_function("([el, n]) => el.querySelectorAll(\"[data-testid='segment']\").length === n",
+                           arg=[inspector.element_handle(), n_segments], timeout=30_000)
+    assert bars.count() == n_segments
     chart = nb.outputs().locator("img").first
     chart.wait_for()
     assert chart.evaluate("img => img.complete && img.naturalWidth > 0"), "the tour's chart is shown"
