@@ -144,14 +144,9 @@ def spark():
     """A ``local[2]`` SparkSession with the rmqstore data sources registered (skips without PySpark)."""
     pytest.importorskip("pyspark")
     pytest.importorskip("pyarrow")
-    from pyspark.sql import SparkSession
+    from rmqstore.spark import local_session
 
-    from rmqstore.spark import register
-
-    session = (SparkSession.builder.master("local[2]").appName("rmqstore-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
-               .getOrCreate())
+    session = local_session("local[2]", "rmqstore-tests", {"spark.sql.shuffle.partitions": 2})
     session.sparkContext.setLogLevel("ERROR")
-    register(session)
     yield session
     session.stop()

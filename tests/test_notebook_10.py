@@ -97,3 +97,17 @@ def test_verify_and_rebuild_agree_with_the_engine(run):
     cq = sum(len(files) for _, _, files in os.walk(os.path.join(store, "consumequeue")))
     assert f"{len(records)} records -> {len(records)} units in {cq} consume-queue files" in text
     assert f"{cq} rebuilt consume-queue files equal the engine's: True" in text
+
+
+def test_no_spark_startup_noise_on_the_page(run):
+    """The notebook's stderr (shown in red in Jupyter and on the site) holds no Spark start-up lines,
+    and nothing names the machine it ran on."""
+    import socket
+
+    from conftest import executed_notebook
+
+    stderr = "".join(out["text"] for cell in executed_notebook(NAME).cells for out in cell.get("outputs", [])
+                     if out.get("output_type") == "stream" and out.get("name") == "stderr")
+    for noise in ("log4j profile", "Setting default log level", "NativeCodeLoader", "resolves to a loopback address",
+                  socket.gethostname() + ","):
+        assert noise not in stderr, stderr

@@ -27,7 +27,8 @@ Importing this package does not import PySpark (the ``rmqstore`` command line lo
 from importlib import import_module
 
 __all__ = ["CommitLogDataSource", "COMMITLOG_SCHEMA", "ConsumeQueueDataSource", "CONSUME_QUEUE_SCHEMA",
-           "IndexDataSource", "INDEX_SCHEMA", "register", "RebuildResult", "StoreStats", "ExportResult"]
+           "IndexDataSource", "INDEX_SCHEMA", "register", "RebuildResult", "StoreStats", "ExportResult",
+           "local_session"]
 
 #: exported name -> the submodule that defines it (imported when the name is first used)
 _LAZY = {
@@ -35,6 +36,7 @@ _LAZY = {
     "ConsumeQueueDataSource": "consumequeue_source", "CONSUME_QUEUE_SCHEMA": "consumequeue_source",
     "IndexDataSource": "index_source", "INDEX_SCHEMA": "index_source",
     "RebuildResult": "rebuild", "StoreStats": "stats", "ExportResult": "export",
+    "local_session": "session",
 }
 
 

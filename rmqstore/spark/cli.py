@@ -106,13 +106,14 @@ def spark_session(master: str | None = None, app_name: str = "rmqstore"):
 
     from .commitlog_source import register
 
+    from .session import local_session
+
     session = SparkSession.getActiveSession()
     owned = session is None  # one SparkContext per process: an active one is used whatever `master` says
-    if owned:
-        builder = SparkSession.builder.appName(app_name)
-        if master or not _under_spark_submit():
-            builder = builder.master(master or DEFAULT_MASTER)
-        session = builder.getOrCreate()
+    if owned and (master or not _under_spark_submit()):
+        return local_session(master or DEFAULT_MASTER, app_name), owned
+    if owned:  # under spark-submit: the cluster's settings, untouched
+        session = SparkSession.builder.appName(app_name).getOrCreate()
     register(session)
     return session, owned
 
