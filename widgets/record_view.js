@@ -137,15 +137,20 @@ export function mountRecord(el, state, opts = {}) {
     const v = h("span", { class: row.status === "bad" ? "rmq-bad" : "", text: row.value });
     td.appendChild(v);
     if (row.status === "ok") td.appendChild(h("span", { class: "rmq-ok rmq-rec-status", "data-testid": "crc-status", text: " ✓" }));
-    if (row.extra && row.extra.length) {
-      const dl = h("table", { class: "rmq-rec-props" });
-      for (const [k, val] of row.extra) {
-        dl.appendChild(h("tr", { "data-testid": "property", "data-name": k },
-          h("td", { class: "rmq-rec-pk", text: k }), h("td", { class: "rmq-rec-pv", text: val })));
-      }
-      td.appendChild(dl);
-    }
     return td;
+  }
+
+  // a field's name/value pairs (the properties) get a row of their own under it, across the whole
+  // table: squeezed into the value column they would wrap inside short values
+  function extraRow(row) {
+    const dl = h("table", { class: "rmq-rec-props" });
+    for (const [k, val] of row.extra) {
+      dl.appendChild(h("tr", { "data-testid": "property", "data-name": k },
+        h("td", { class: "rmq-rec-pk", text: k }), h("td", { class: "rmq-rec-pv", text: val })));
+    }
+    const td = h("td", { class: "rmq-rec-extra" }, dl);
+    td.colSpan = 4;
+    return h("tr", { class: "rmq-rec-extrarow", "data-field": row.name }, td);
   }
 
   function render() {
@@ -203,6 +208,7 @@ export function mountRecord(el, state, opts = {}) {
       valueCell(row));
       rowsByField.set(row.name, tr);
       tbody.appendChild(tr);
+      if (row.extra && row.extra.length) tbody.appendChild(extraRow(row));
     }
     const body = h("div", { class: "rmq-rec-body" }, h("div", { class: "rmq-rec-gridwrap" }, grid), h("div", { class: "rmq-rec-panel" }, table));
     root.appendChild(body);

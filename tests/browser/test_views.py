@@ -348,3 +348,40 @@ def test_to_html_all_views_on_one_page(page, standalone_pages, static_server, sn
     check_all(page, expected, snap)
     assert not external_requests, external_requests
     assert not page_errors, page_errors
+
+
+#: the words (up to 24 characters) of each field value that the layout splits over two lines
+_BROKEN_WORDS_JS = """els => els.flatMap(td => {
+  const broken = [];
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    for (const m of n.data.matchAll(/\\S+/g)) {
+      if (m[0].length > 24) continue;
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      const tops = new Set([...r.getClientRects()].filter(x => x.width > 0).map(x => Math.round(x.top)));
+      if (tops.size > 1) broken.push(m[0]);
+    }
+  }
+  return broken;
+})"""
+
+
+@pytest.mark.parametrize("width", [480, 640, 900, 1000, 1040, 1100, 1400])
+def test_record_view_keeps_values_whole(width, page, standalone_pages, static_server, snap):
+    """A narrow page wraps the field table's values between words, never inside a short one
+    (``0xDAA320A`` / ``7`` on two lines reads as two values)."""
+    out, _ = standalone_pages
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{static_server(out)}/record_view.html")
+    values = page.locator(".rmq-rec-value, .rmq-rec-pv")
+    wait_until(lambda: values.count() > 10, message="the record view's field values")
+    broken = values.evaluate_all(_BROKEN_WORDS_JS)
+    # ... and the table fits its panel: no value hidden past the right edge
+    panel = page.locator(".rmq-rec-panel").first
+    overflow = panel.evaluate("el => el.scrollWidth - el.clientWidth")
+    if broken or overflow > 1:
+        snap("values-broken")
+    assert not broken, f"values split inside a word at {width} px: {broken}"
+    assert overflow <= 1, f"the field table is {overflow} px wider than its panel at {width} px"
