@@ -110,15 +110,15 @@ NOTEBOOKS_DIR = REPO / "notebooks"
 
 @lru_cache(maxsize=None)
 def executed_notebook(name: str):
-    """``notebooks/<name>`` executed top to bottom in a real kernel (cached for the session)."""
-    import nbclient
+    """``notebooks/<name>`` executed top to bottom in a real kernel (cached for the session), as
+    ``rmqstore site`` runs it (a failing cell is named: notebook, cell number, first line)."""
     import nbformat
+
+    from rmqstore.widgets.static_html import execute_notebook
 
     path = NOTEBOOKS_DIR / name
     nb = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    execute_notebook(nb, path, timeout=600)
     return nb
 
 

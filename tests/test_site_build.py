@@ -164,3 +164,29 @@ def test_the_real_notebooks_titles_and_cli(tmp_path):
 
     code, out, err = run_cli(["site", "--out", tmp_path / "x", "--notebooks", tmp_path / "nothing-here"])
     assert code == 2 and "nothing-here: not a notebook (.ipynb) or a directory of notebooks" in err
+
+
+def test_a_bare_assert_names_its_cell(tmp_path):
+    """``assert x`` has no message: the error still says which cell, with its first line."""
+    path = write_notebook(tmp_path, "asserts.ipynb", ("md", "# Asserts"), ("code", "x = 1"),
+                          ("code", "# check the answer\nassert x == 2"))
+    with pytest.raises(SiteError) as info:
+        build_site(tmp_path / "out", [path], progress=False)
+    message = str(info.value)
+    assert "asserts.ipynb" in message and "cell 3" in message and "assert x == 2" in message, message
+    assert "AssertionError" in message and "AssertionError: AssertionError" not in message, message
+
+
+def test_the_build_prints_no_kernel_warnings(tmp_path):
+    """Each notebook's kernel starts without its transport warning (one per notebook used to flood the log)."""
+    import subprocess
+    import sys
+
+    write_notebook(tmp_path, "quiet.ipynb", ("md", "# Quiet"), ("code", "print('done', 1 + 1)"))
+    proc = subprocess.run([sys.executable, "-m", "rmqstore.cli", "site", "--out", str(tmp_path / "out"),
+                           "--notebooks", str(tmp_path / "quiet.ipynb")], capture_output=True, text=True,
+                          timeout=300, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert "done 2" in (tmp_path / "out" / "quiet.html").read_text(encoding="utf-8")
+    assert "WARNING" not in proc.stderr and "without encryption" not in proc.stderr, proc.stderr
+    assert not list(tmp_path.glob("kernel-ipc*")), "the kernel's sockets are left beside the notebook"

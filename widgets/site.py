@@ -41,7 +41,7 @@ from rmqstore.errors import RmqStoreError
 from rmqstore.progress import ProgressBar
 
 from ._assets import HERE
-from .static_html import export_notebook_html
+from .static_html import NotebookExecutionError, export_notebook_html
 
 __all__ = ["build_site", "Site", "SitePage", "SiteError", "find_notebooks", "notebook_title",
            "remote_resources", "default_notebooks_dir"]
@@ -269,7 +269,9 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 def _export(source: Path, target: Path, execute: bool, timeout: int) -> str:
     try:
         return export_notebook_html(source, target, execute=execute, timeout=timeout, cwd=source.parent)
-    except Exception as exc:  # nbclient's CellExecutionError, a dead kernel, a timeout ...
+    except NotebookExecutionError as exc:  # a cell raised: the message names the notebook and the cell
+        raise SiteError(str(exc)) from exc
+    except Exception as exc:  # a dead kernel, a timeout ...
         lines = [ln for ln in _ANSI.sub("", str(exc)).splitlines() if ln.strip()]
         tail = lines[-1:] or [type(exc).__name__]
         raise SiteError(f"{source}: executing the notebook failed: {type(exc).__name__}: {tail[0]}") from exc

@@ -19,9 +19,11 @@ import json
 import os
 from pathlib import Path
 
+from ..errors import RmqStoreError
 from ._assets import HERE
 
-__all__ = ["to_html", "export_notebook_html", "widget_state", "SHIM_JS", "STATE_MIME"]
+__all__ = ["to_html", "export_notebook_html", "execute_notebook", "NotebookExecutionError", "widget_state",
+           "SHIM_JS", "STATE_MIME"]
 
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
@@ -141,16 +143,58 @@ def export_notebook_html(ipynb_path, html_path, execute: bool = True, *, timeout
     ipynb_path = Path(ipynb_path)
     nb = nbformat.read(ipynb_path, as_version=4)
     if execute:
-        from nbclient import NotebookClient
-
-        client = NotebookClient(nb, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
-                                resources={"metadata": {"path": str(cwd or ipynb_path.parent)}})
-        client.execute()
+        execute_notebook(nb, ipynb_path, cwd=cwd, timeout=timeout, kernel_name=kernel_name)
     exporter = _exporter()
     body, _ = exporter.from_notebook_node(nb, resources={"rmq_shim": SHIM_JS,
                                                          "metadata": {"name": ipynb_path.stem}})
     Path(html_path).write_text(body, encoding="utf-8")
     return body
+
+
+class NotebookExecutionError(RmqStoreError):
+    """A notebook's cell raised while it was executed; the message names the notebook and the cell."""
+
+
+def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_name: str = "python3") -> None:
+    """Run every cell of ``nb`` (read from ``ipynb_path``) in a fresh kernel, keeping widget state.
+
+    The kernel talks to us over IPC sockets in a private temp folder, not TCP: both ends are
+    on this machine, and a TCP kernel prints a warning about its unencrypted port at every
+    start (one per notebook in a site build).  A cell that raises becomes a
+    :class:`NotebookExecutionError` that names the notebook, the cell's number and first
+    line, and the error -- a bare ``assert`` has no message of its own.
+    """
+    import tempfile
+
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    with tempfile.TemporaryDirectory(prefix="rmq-kernel-") as sockets:
+        km = KernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(sockets, "kernel"))
+        client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
+                                resources={"metadata": {"path": str(cwd or Path(ipynb_path).parent)}})
+        try:
+            client.execute()
+        except CellExecutionError as exc:
+            raise NotebookExecutionError(_failed_cell(nb, ipynb_path, exc)) from exc
+        finally:  # a kernel manager we made is ours to stop (nbclient stops only its own)
+            if km.has_kernel:
+                km.shutdown_kernel(now=False)
+
+
+def _failed_cell(nb, ipynb_path, exc) -> str:
+    """What failed: the notebook, the first cell with an error output (its number and first line), the error."""
+    for number, cell in enumerate(nb.cells, 1):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                lines = [ln for ln in cell.source.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+                first = lines[0].strip() if lines else ""
+                if len(lines) > 1:
+                    first += " ..."
+                error = f"{out.get('ename', 'Error')}: {out.get('evalue', '')}".rstrip(": ")
+                return f"{ipynb_path}: executing the notebook failed: cell {number} (`{first}`) raised {error}"
+    return f"{ipynb_path}: executing the notebook failed: {type(exc).__name__}"
 
 
 def _selfcheck_offline(page: str) -> list[str]:
