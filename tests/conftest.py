@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -118,7 +119,11 @@ def executed_notebook(name: str):
 
     path = NOTEBOOKS_DIR / name
     nb = nbformat.read(path, as_version=4)
-    execute_notebook(nb, path, timeout=600)
+    # a notebook that removes its scratch store at the end keeps it under this folder instead,
+    # so that its test can read what it wrote (the test removes it)
+    keep = os.path.join(tempfile.gettempdir(), f"rmq-notebook-work-{os.getpid()}")
+    os.makedirs(keep, exist_ok=True)
+    execute_notebook(nb, path, timeout=600, env=dict(os.environ, RMQSTORE_NOTEBOOK_WORK=keep))
     return nb
 
 

@@ -155,14 +155,16 @@ class NotebookExecutionError(RmqStoreError):
     """A notebook's cell raised while it was executed; the message names the notebook and the cell."""
 
 
-def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_name: str = "python3") -> None:
+def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_name: str = "python3",
+                     env: dict | None = None) -> None:
     """Run every cell of ``nb`` (read from ``ipynb_path``) in a fresh kernel, keeping widget state.
 
     The kernel talks to us over IPC sockets in a private temp folder, not TCP: both ends are
     on this machine, and a TCP kernel prints a warning about its unencrypted port at every
     start (one per notebook in a site build).  A cell that raises becomes a
     :class:`NotebookExecutionError` that names the notebook, the cell's number and first
-    line, and the error -- a bare ``assert`` has no message of its own.
+    line, and the error -- a bare ``assert`` has no message of its own.  ``env``: the
+    kernel's environment (default: this process's).
     """
     import tempfile
 
@@ -175,7 +177,7 @@ def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_nam
         client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
                                 resources={"metadata": {"path": str(cwd or Path(ipynb_path).parent)}})
         try:
-            client.execute()
+            client.execute(**({} if env is None else {"env": env}))
         except CellExecutionError as exc:
             raise NotebookExecutionError(_failed_cell(nb, ipynb_path, exc)) from exc
         finally:  # a kernel manager we made is ours to stop (nbclient stops only its own)
