@@ -57,6 +57,45 @@ MAX_QUEUE_ID = 2**31 - 1
 _PUT_OK = PutMessageStatus.PUT_OK
 
 
+class _WritersRegistry:
+    """The store roots this process has open for writing.
+
+    The lock file's POSIX record lock keeps other processes out, but it belongs to the
+    process: a second writable ``MessageStore`` on the same directory in this process
+    would take it again silently.  So each writable root is registered here, under its
+    real path and its (device, inode) -- a symlink, another spelling or a bind mount of
+    the same directory is the same store.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._held: dict = {}  # key -> the MessageStore holding it
+
+    def take(self, store: "MessageStore") -> tuple:
+        """Register ``store.root`` (which must exist) or raise :class:`StoreStateError`."""
+        st = os.stat(store.root)
+        keys = (("path", os.path.realpath(store.root)), ("inode", st.st_dev, st.st_ino))
+        with self._lock:
+            for key in keys:
+                holder = self._held.get(key)
+                if holder is not None and holder is not store:
+                    raise StoreStateError(
+                        f"{store.root} is in use: it is already open for writing in this process"
+                        + (f" (as {holder.root})" if holder.root != store.root else ""))
+            for key in keys:
+                self._held[key] = store
+        return keys
+
+    def release(self, store: "MessageStore", keys) -> None:
+        with self._lock:
+            for key in keys:
+                if self._held.get(key) is store:
+                    del self._held[key]
+
+
+_WRITERS = _WritersRegistry()
+
+
 class FlushConsumeQueueService(ServiceThread):
     """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint."""
 
@@ -183,6 +222,7 @@ class MessageStore:
         self._async_pool = None
         self._async_pool_lock = threading.Lock()
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
+        self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -204,9 +244,11 @@ class MessageStore:
         if self._loaded:
             return True
         if not self.read_only:
+            if os.path.exists(self.root) and not os.path.isdir(self.root):
+                raise StoreError(f"{self.root}: not a directory (a store root is a directory)")
             os.makedirs(self.root, exist_ok=True)
-            # before anything is truncated or deleted: a store another process writes (a live
-            # broker, a second MessageStore) is refused here, untouched
+            # before anything is truncated or deleted: a store another writer holds (a live
+            # broker, a second MessageStore in this process or another) is refused here, untouched
             self._take_lock()
             try:
                 return self._load()
@@ -237,20 +279,28 @@ class MessageStore:
 
         if self._lock_fd is not None:
             return
-        fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        keys = _WRITERS.take(self)  # this process first: the POSIX lock would not see a second writer here
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-        except OSError:
-            os.close(fd)
-            raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
-        if os.pread(fd, 4, 0) != b"lock":  # RocketMQ's content; an existing lock file stays untouched
-            os.pwrite(fd, b"lock", 0)
+            fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+            except OSError:
+                os.close(fd)
+                raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
+            if os.pread(fd, 4, 0) != b"lock":  # RocketMQ's content; an existing lock file stays untouched
+                os.pwrite(fd, b"lock", 0)
+        except BaseException:
+            _WRITERS.release(self, keys)
+            raise
         self._lock_fd = fd
+        self._writer_keys = keys
 
     def _release_lock(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)  # closing drops the POSIX lock
+            _WRITERS.release(self, self._writer_keys)
+            self._writer_keys = ()
 
     def start(self) -> None:
         if self.read_only:
