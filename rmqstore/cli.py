@@ -303,7 +303,7 @@ class _Loader:
                 raise CliError(f"line {lineno}: record recorded at offset {offset}, but the store's write "
                                f"position is {here} (a record or blank before it is missing or out of order; "
                                f"--renumber lets the store choose)")
-        result = self.store.put_message(msg)
+        result = self.store.replay_message(msg)
         ar = result.append_result
         if not result.ok or ar is None:
             detail = f": {result.message}" if result.message else ""

@@ -27,7 +27,7 @@ from .crc import crc32
 from .errors import LayoutError
 from .layout import BLANK_RECORD, KIND_SIZES, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2
 from .message import Message
-from .record import Address, BlankRecord, MessageRecord, create_message_id
+from .record import INT_RANGES, Address, BlankRecord, MessageRecord, create_message_id
 
 __all__ = ["DumpFormatError", "record_to_json", "json_to_message", "MESSAGE_KEYS", "BLANK_KEYS",
            "REPLAY_FIELDS", "blank_from_json"]
@@ -47,8 +47,6 @@ _MESSAGE_ATTRS = {f.name for f in dataclass_fields(Message)}
 #: physical offset -- are decided by the encoder and the put path)
 REPLAY_FIELDS = tuple(f for f in MESSAGE_FIELDS if f.name in _MESSAGE_ATTRS)
 
-_INT_RANGES = {kind: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1)
-               for kind, (_, size) in KIND_SIZES.items()}
 
 
 def _to_json_value(kind: str, value):
@@ -90,7 +88,7 @@ def _int_field(obj: dict, name: str, kind: str = "i64") -> int:
     value = _require(obj, name)
     if type(value) is not int:
         raise DumpFormatError(f"field {name!r} must be an integer, got {type(value).__name__}")
-    lo, hi = _INT_RANGES[kind]
+    lo, hi = INT_RANGES[kind]
     if not lo <= value <= hi:
         raise DumpFormatError(f"field {name!r} = {value} does not fit in {kind}")
     return value

@@ -42,6 +42,7 @@ from .errors import StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
                     GroupCommitService, ServiceThread)
 from .message import Message, MessageBatch
+from .record import field_problem
 from .status import PutMessageResult, PutMessageStatus
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
@@ -52,6 +53,11 @@ TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 MAX_TOPIC_LENGTH = 127
 MAX_PROPERTIES_CHARS = 32767
 MAX_QUEUE_ID = 2**31 - 1
+#: integer fields a producer gives, checked against their widths in the record
+_PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
+_BATCH_INT_FIELDS = ("sys_flag", "born_timestamp", "reconsume_times")
+#: what the store decides and only a replay of a recorded record may give
+_REPLAY_FIELDS = ("store_timestamp", "queue_offset", "body_crc")
 
 
 _PUT_OK = PutMessageStatus.PUT_OK
@@ -363,8 +369,10 @@ class MessageStore:
         if self.shutdown_flag:
             return
         self.shutdown_flag = True
-        if self._async_pool is not None:
-            self._async_pool.shutdown(wait=True)
+        with self._async_pool_lock:
+            pool = self._async_pool
+        if pool is not None:
+            pool.shutdown(wait=True)
         # commit first (it pokes flush), then flush, as RocketMQ stops them
         if self.commit_service is not None:
             self.commit_service.shutdown()
@@ -442,11 +450,23 @@ class MessageStore:
         return None
 
     def check_message(self, msg) -> PutMessageResult | None:
-        """``checkMessage``: None when the message may be put, else MESSAGE_ILLEGAL and why."""
+        """``checkMessage``: None when the message may be put, else MESSAGE_ILLEGAL and why.
+
+        Integer fields that the fast path does not look at are range-checked by the encoder
+        (the same layout widths, :func:`rmqstore.record.field_problem`).
+        """
         if (type(msg) is Message and msg.topic in self._good_topics and type(msg.queue_id) is int
                 and 0 <= msg.queue_id < self._good_topics[msg.topic] and type(msg.properties) is str
-                and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes):
+                and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes
+                and msg.store_timestamp is None and msg.queue_offset is None and msg.body_crc is None):
             return None  # the common case, decided without building messages
+        return self._check_message(msg, replay=False)
+
+    def check_replayed_message(self, msg) -> PutMessageResult | None:
+        """:meth:`check_message` for :meth:`replay_message`: the recorded values must be there and fit."""
+        return self._check_message(msg, replay=True)
+
+    def _check_message(self, msg, replay: bool) -> PutMessageResult | None:
         problem = None
         if not isinstance(msg, Message):
             problem = f"expected a Message, got {type(msg).__name__}"
@@ -457,13 +477,9 @@ class MessageStore:
         elif len(msg.properties) > MAX_PROPERTIES_CHARS:
             problem = f"properties string is {len(msg.properties)} characters, longer than {MAX_PROPERTIES_CHARS}"
         else:
-            problem = self._check_topic(msg.topic) or self._check_queue(msg.topic, msg.queue_id)
-            if problem is None:
-                for name in ("flag", "sys_flag", "born_timestamp", "reconsume_times",
-                             "prepared_transaction_offset"):
-                    if type(getattr(msg, name)) is not int:
-                        problem = f"{name} must be an int, got {type(getattr(msg, name)).__name__}"
-                        break
+            problem = (self._check_topic(msg.topic) or self._check_queue(msg.topic, msg.queue_id)
+                       or _int_fields_problem(msg, _PRODUCER_INT_FIELDS)
+                       or (_replay_fields_problem(msg) if replay else _decided_fields_problem(msg)))
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
         if len(self._good_topics) < 100_000:
@@ -479,7 +495,8 @@ class MessageStore:
         elif len(batch.items) > self.config.max_msgs_num_batch * 1000:
             problem = f"batch of {len(batch.items)} messages is too large"
         else:
-            problem = self._check_topic(batch.topic) or self._check_queue(batch.topic, batch.queue_id)
+            problem = (self._check_topic(batch.topic) or self._check_queue(batch.topic, batch.queue_id)
+                       or _int_fields_problem(batch, _BATCH_INT_FIELDS))
             if problem is None:
                 for i, item in enumerate(batch.items):
                     if not isinstance(item.body, (bytes, bytearray, memoryview)):
@@ -487,6 +504,10 @@ class MessageStore:
                         break
                     if not isinstance(item.properties, str):
                         problem = f"batch item {i}: properties must be a str"
+                        break
+                    problem = field_problem("flag", item.flag)
+                    if problem:
+                        problem = f"batch item {i}: {problem}"
                         break
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
@@ -500,6 +521,19 @@ class MessageStore:
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
         return self._put(batch, self.check_messages, self.commit_log.put_messages)
+
+    def replay_message(self, msg: Message) -> PutMessageResult:
+        """Write a recorded record again (``rmqstore load``): the one way to give what the store decides.
+
+        ``msg.store_timestamp`` (required) and ``msg.body_crc`` (optional) are written as
+        recorded; ``msg.queue_offset`` (optional) must be the one the store gives the record
+        anyway -- its queue's next one, 0 for a prepared or rolled-back record -- or the
+        replay is refused with MESSAGE_ILLEGAL, so a copy's consume queues count as the
+        original's.  The store timestamp must be a non-negative int64 but need not grow:
+        RocketMQ takes it from the wall clock, which may step back, and a copy keeps that.
+        No delay-level rewrite: the record is stored as it was.
+        """
+        return self._put(msg, self.check_replayed_message, self.commit_log.put_message)
 
     @property
     def tracer(self):
@@ -551,18 +585,24 @@ class MessageStore:
     def _submit_async(self, fn, arg) -> Future:
         # appends are serialised by the put lock anyway; waiting for the flush is what may block,
         # so the wait happens on a small pool and the caller gets a future at once
-        if self._async_pool is None:
+        pool = self._async_pool
+        if pool is None and not self.shutdown_flag:
             from concurrent.futures import ThreadPoolExecutor
 
-            with self._async_pool_lock:
-                if self._async_pool is None:
+            with self._async_pool_lock:  # shutdown() takes it too: no pool is made after it looked
+                if self._async_pool is None and not self.shutdown_flag:
                     self._async_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
-        if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH and \
-                self.config.broker_role is not BrokerRole.SYNC_MASTER:
-            future: Future = Future()
-            future.set_result(fn(arg))  # nothing to wait for
-            return future
-        return self._async_pool.submit(fn, arg)
+                pool = self._async_pool
+        if pool is not None and not self.shutdown_flag and not (
+                self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+                and self.config.broker_role is not BrokerRole.SYNC_MASTER):
+            try:
+                return pool.submit(fn, arg)
+            except RuntimeError:  # shut down meanwhile: fn answers SERVICE_NOT_AVAILABLE below
+                pass
+        future: Future = Future()
+        future.set_result(fn(arg))  # nothing to wait for, or a refusal (not started, shut down)
+        return future
 
     def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
         status = _PUT_OK
@@ -741,3 +781,37 @@ def open_store(path, read_only: bool = True, config: StoreConfig | None = None) 
     if not read_only:
         store.start()
     return store
+
+
+def _int_fields_problem(item, names) -> str | None:
+    """The first of ``item``'s integer fields ``names`` that does not fit its width in the record."""
+    for name in names:
+        problem = field_problem(name, getattr(item, name))
+        if problem:
+            return problem
+    return None
+
+
+def _decided_fields_problem(msg: Message) -> str | None:
+    """A put may not give what the store decides (RocketMQ's put path overwrites these; we refuse)."""
+    for name in _REPLAY_FIELDS:
+        if getattr(msg, name) is not None:
+            return (f"{name} is decided by the store; only a replay of a recorded record "
+                    f"(MessageStore.replay_message, rmqstore load) may give it")
+    return None
+
+
+def _replay_fields_problem(msg: Message) -> str | None:
+    """A replayed record's recorded values: a store timestamp (required) and offsets that fit."""
+    if msg.store_timestamp is None:
+        return "a replayed record needs its recorded store_timestamp"
+    for name in _REPLAY_FIELDS:
+        value = getattr(msg, name)
+        if value is None:
+            continue
+        problem = field_problem(name, value)
+        if problem:
+            return problem
+        if value < 0 and name != "body_crc":  # a CRC is any 32-bit pattern a record may hold
+            return f"{name} = {value} is negative"
+    return None
