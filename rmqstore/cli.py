@@ -11,9 +11,12 @@ an ``add_arguments(parser)`` and a ``run(args, io) -> exit code`` and registerin
 
 ``rmqstore load STORE``
     Reads such JSON lines on stdin and writes every record again through
-    :meth:`MessageStore.put_message` in replay form (recorded store timestamp, hosts and
-    queue offset are kept).  A ``blank`` line makes the store fill the rest of the current
-    segment with a blank record.  Every record must land at its recorded physical offset
+    :meth:`MessageStore.replay_message` (recorded store timestamp, hosts and body CRC are
+    kept; a recorded queue offset must be the queue's next one).  A record whose recorded
+    body CRC does not match its body is copied as it is, CRC and all, with a warning on
+    stderr: a copy never vouches for a damaged body.  ``--repair`` writes the body's CRC
+    instead and prints each change on stdout.  A ``blank`` line makes the store fill the
+    rest of the current segment with a blank record.  Every record must land at its recorded physical offset
     -- otherwise load stops with an error -- unless ``--renumber`` lets the store assign
     offsets (physical and queue offsets; blank lines are then skipped, the store writes
     its own, and prepared-transaction offsets that point at a loaded record follow it).
@@ -63,6 +66,7 @@ from typing import Callable
 
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .dumpfmt import DumpFormatError, blank_from_json, json_to_message, record_to_json
+from .crc import crc32
 from .errors import RmqStoreError
 from .progress import ProgressBar, isatty
 from .store_dir import infer_config
@@ -160,6 +164,10 @@ def _load_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--renumber", action="store_true",
                    help="let the store assign physical and queue offsets instead of requiring every record "
                         "to land where it was recorded (blank lines are skipped)")
+    p.add_argument("--repair", action="store_true",
+                   help="write a record whose recorded body CRC does not match its body with the CRC of its "
+                        "body, and print each such change (without it the copy keeps the recorded CRC and a "
+                        "warning names the record)")
 
 
 def _positive_int(text: str) -> int:
@@ -249,14 +257,22 @@ def _read_lines(stream):
 
 
 class _Loader:
-    """Replays dumped records into a started store, checking where each one lands."""
+    """Replays dumped records into a started store, checking where each one lands.
 
-    def __init__(self, store, renumber: bool):
+    A record is written as recorded, its body CRC included: a copy of a damaged record is
+    just as damaged (``warn`` names it), never vouched for with a fresh CRC -- unless
+    ``repair``, which writes the body's CRC and hands each change to ``report``.
+    """
+
+    def __init__(self, store, renumber: bool, repair: bool = False, warn=None, report=None):
         self.store = store
         self.commit_log = store.commit_log
         self.segment_size = store.config.mapped_file_size_commit_log
         self.renumber = renumber
-        self.messages = self.blanks = self.skipped_blanks = 0
+        self.repair = repair
+        self.warn = warn or (lambda text: None)
+        self.report = report or (lambda text: None)
+        self.messages = self.blanks = self.skipped_blanks = self.repaired = 0
         self.moved: dict[int, int] = {}  # recorded offset -> new offset (with --renumber)
 
     def write_position(self) -> int:
@@ -303,6 +319,10 @@ class _Loader:
                 raise CliError(f"line {lineno}: record recorded at offset {offset}, but the store's write "
                                f"position is {here} (a record or blank before it is missing or out of order; "
                                f"--renumber lets the store choose)")
+        recorded_crc = msg.body_crc
+        body_crc = crc32(msg.body)
+        if recorded_crc != body_crc and self.repair:
+            msg.body_crc = body_crc
         result = self.store.replay_message(msg)
         ar = result.append_result
         if not result.ok or ar is None:
@@ -320,6 +340,15 @@ class _Loader:
                 raise CliError(f"line {lineno}: the record at offset {offset} was {total} bytes when dumped but "
                                f"{ar.wrote_bytes} bytes when written")
         self.messages += 1
+        if recorded_crc != body_crc:
+            where = f"line {lineno}: the record at offset {offset}" + (
+                f" (written at {ar.wrote_offset})" if ar.wrote_offset != offset else "")
+            if self.repair:
+                self.repaired += 1
+                self.report(f"repaired: {where}: body CRC {recorded_crc} -> {body_crc}")
+            else:
+                self.warn(f"{where} has a bad body CRC (recorded {recorded_crc}, its body gives {body_crc}); "
+                          f"copied as recorded (--repair writes the body's CRC)")
 
 
 def _load(args: argparse.Namespace, io: Streams) -> int:
@@ -336,7 +365,9 @@ def _load(args: argparse.Namespace, io: Streams) -> int:
     config = _load_config(args)
     store = MessageStore(root, config)
     store.start()
-    loader = _Loader(store, args.renumber)
+    loader = _Loader(store, args.renumber, args.repair,
+                     warn=lambda text: io.stderr.write(f"{PROG}: warning: {text}\n"),
+                     report=lambda text: io.stdout.write(text + "\n"))
     try:
         with _progress(io, "load", None, unit="records") as progress:
             for lineno, obj in _read_lines(io.stdin):

@@ -5,8 +5,9 @@ A pure module: no files, no clock.  Two functions, inverse to each other:
 * :func:`record_to_json` turns a decoded record (``MessageRecord`` or ``BlankRecord``)
   found at a physical offset into a JSON-ready ``dict``;
 * :func:`json_to_message` turns such a ``dict`` back into a
-  :class:`~rmqstore.message.Message` in *replay* form (``store_timestamp`` and
-  ``queue_offset`` set), so that ``rmqstore load`` writes the same record again.
+  :class:`~rmqstore.message.Message` in *replay* form (``store_timestamp``,
+  ``queue_offset`` and ``body_crc`` set), so that ``rmqstore load`` writes the same record
+  again, byte for byte.
 
 Both walk :data:`rmqstore.layout.MESSAGE_FIELDS`; the per-kind conversions below are the
 only knowledge added here.  A message object holds every field of the layout table under
@@ -122,9 +123,9 @@ def json_to_message(obj: dict) -> Message:
     """A dumped message object back as a :class:`Message` in replay form.
 
     Keeps every field the record carries (topic, properties, timestamps, hosts, flags,
-    queue offset, ...); the encoder recomputes the total size and the body CRC, and the
-    put path decides the physical offset.  Raises :class:`DumpFormatError` naming the
-    first missing or malformed field.
+    queue offset, body CRC as recorded -- right or wrong, ...); the encoder recomputes the
+    total size and the put path decides the physical offset.  Raises
+    :class:`DumpFormatError` naming the first missing or malformed field.
     """
     if not isinstance(obj, dict):
         raise DumpFormatError(f"a record must be a JSON object, got {type(obj).__name__}")

@@ -252,6 +252,83 @@ def test_cli_as_a_pipe(tmp_path):
         assert (target / "commitlog" / p.name).read_bytes() == p.read_bytes(), p.name
 
 
+# -- a copy keeps damage as recorded; --repair says what it changes ---------------------------
+
+def _damaged_copy(tmp_path) -> tuple[Path, dict]:
+    """basic's commitlog with one body byte of its last record flipped (its CRC now wrong)."""
+    import shutil
+
+    root = tmp_path / "damaged"
+    shutil.copytree(FIXTURES / "basic" / "store" / "commitlog", root / "commitlog")
+    last = [r for r in dump_records("basic", "store") if r["type"] == "message"][-1]
+    size = manifest("basic")["config"]["mappedFileSizeCommitLog"]
+    seg = root / "commitlog" / f"{last['offset'] - last['offset'] % size:020d}"
+    data = bytearray(seg.read_bytes())
+    body_at = last["offset"] % size + last["total_size"] - len(last["body"]) // 2 - 1 - len(
+        last["topic"].encode()) - 2 - len(last["properties"].encode())
+    assert data[body_at:body_at + len(last["body"]) // 2].hex() == last["body"]
+    data[body_at] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    return root, last
+
+
+def _commitlog(root: Path) -> dict:
+    return {p.name: p.read_bytes() for p in (root / "commitlog").iterdir()}
+
+
+def test_load_copies_a_bad_body_crc_byte_for_byte(tmp_path):
+    src, last = _damaged_copy(tmp_path)
+    code, out, err = run_cli(["dump", src, "--json"])
+    assert code == 0
+    dumped = [json.loads(x) for x in out.splitlines()]
+    assert [r["offset"] for r in dumped if r.get("crc_ok") is False] == [last["offset"]]
+    target = tmp_path / "copy"
+    code, out, err = run_cli(["load", target, "--like", FIXTURES / "basic"], out.encode())
+    assert code == 0, err
+    assert _commitlog(target) == _commitlog(src), "the copy must keep the recorded (bad) CRC"
+    assert err.count("\n") == 1 and "warning" in err and str(last["offset"]) in err and "--repair" in err
+    recopied = [json.loads(x) for x in run_cli(["dump", target])[1].splitlines()]
+    assert recopied == dumped
+
+
+def test_load_repair_recomputes_and_says_so(tmp_path):
+    from rmqstore.crc import crc32
+
+    src, last = _damaged_copy(tmp_path)
+    text = run_cli(["dump", src, "--json"])[1]
+    target = tmp_path / "repaired"
+    code, out, err = run_cli(["load", target, "--like", FIXTURES / "basic", "--repair"], text.encode())
+    assert (code, err) == (0, ""), err
+    lineno, damaged = next((i, json.loads(x)) for i, x in enumerate(text.splitlines(), 1)
+                           if json.loads(x).get("crc_ok") is False)
+    new_crc = crc32(bytes.fromhex(damaged["body"]))
+    assert new_crc != last["body_crc"] == damaged["body_crc"]
+    assert out.splitlines() == [f"repaired: line {lineno}: the record at offset {last['offset']}: "
+                                f"body CRC {last['body_crc']} -> {new_crc}"]
+    ours, theirs = _commitlog(target), _commitlog(src)
+    assert ours.keys() == theirs.keys()
+    diffs = [(name, i) for name in ours for i, (a, b) in enumerate(zip(ours[name], theirs[name])) if a != b]
+    size = manifest("basic")["config"]["mappedFileSizeCommitLog"]
+    crc_at = last["offset"] % size + 8
+    assert {n for n, _ in diffs} == {f"{last['offset'] - last['offset'] % size:020d}"}
+    assert all(crc_at <= i < crc_at + 4 for _, i in diffs)
+    assert all(json.loads(x)["crc_ok"] for x in run_cli(["dump", target])[1].splitlines()
+               if json.loads(x)["type"] == "message")
+    # nothing to repair: --repair changes nothing and says nothing
+    code, out, err = run_cli(["load", tmp_path / "clean", "--like", FIXTURES / "basic", "--repair"],
+                             dump_text("basic", "store").encode())
+    assert (code, out, err) == (0, "", "")
+
+
+def test_load_rejects_a_missing_body_crc(tmp_path):
+    lines = dump_text("txn_delay", "store").splitlines(keepends=True)[:4]
+    obj = json.loads(lines[1])
+    del obj["body_crc"]
+    lines[1] = json.dumps(obj) + "\n"
+    code, _, err = _bad_load(tmp_path, lines)
+    _assert_one_error_line(code, err, "line 2", "'body_crc'")
+
+
 # -- (c) bad input ----------------------------------------------------------------------------
 
 def _bad_load(tmp_path, lines):
