@@ -20,9 +20,15 @@ an ``add_arguments(parser)`` and a ``run(args, io) -> exit code`` and registerin
     -- otherwise load stops with an error -- unless ``--renumber`` lets the store assign
     offsets (physical and queue offsets; blank lines are then skipped, the store writes
     its own, and prepared-transaction offsets that point at a loaded record follow it).
-    The segment size comes from ``--commitlog-file-size`` or ``--like OTHER`` (a store, or
-    a fixture folder with ``store/`` and ``manifest.json`` whose flush settings are used
-    too).  The store always uses ASYNC_FLUSH as an ASYNC_MASTER and is shut down cleanly,
+    The sizes come from ``--like OTHER``: every size of OTHER's files -- commitlog
+    segments, consume-queue files, index slots and entries (read off an index file's
+    header, slot table and entry chains, :func:`rmqstore.store_dir.index_dimensions`) --
+    so the copy opens in a broker configured like the original; OTHER may also be a
+    fixture folder with ``store/`` and ``manifest.json`` (whose flush settings are used
+    too).  Or from ``--commitlog-file-size``, ``--consume-queue-file-size``,
+    ``--max-hash-slot-num`` and ``--max-index-num``, which with ``--like`` stand in for
+    what OTHER has no file of (or whose index files hold no key) and must agree with
+    what its files show.  The store always uses ASYNC_FLUSH as an ASYNC_MASTER and is shut down cleanly,
     also after an error.  A non-empty target is refused unless ``--append``.
 
 ``rmqstore inspect STORE [--json]``
@@ -158,8 +164,19 @@ def _load_arguments(p: argparse.ArgumentParser) -> None:
                       help="segment size in bytes (default: RocketMQ's 1 GiB, or the size of the existing "
                            "segments with --append)")
     size.add_argument("--like", metavar="OTHER",
-                      help="take the segment size from OTHER's commitlog files; OTHER may also be a fixture "
-                           "folder with store/ and manifest.json, whose flush settings are used as well")
+                      help="take every file size from OTHER's files: commitlog segments, consume-queue files, "
+                           "index slots and entries (read off the index files' header, slot table and entry "
+                           "chains); OTHER may also be a fixture folder with store/ and manifest.json, whose "
+                           "sizes and flush settings are used")
+    p.add_argument("--consume-queue-file-size", type=_count, metavar="N",
+                   help="consume-queue file size in bytes (with --like: only when OTHER has no consume-queue file, "
+                        "or to agree with its files)")
+    p.add_argument("--max-hash-slot-num", type=_count, metavar="N",
+                   help="hash slots per index file (with --like: when OTHER's index files do not tell, or to "
+                        "agree with them)")
+    p.add_argument("--max-index-num", type=_count, metavar="N",
+                   help="entries per index file (with --like: when OTHER's index files do not tell, or to agree "
+                        "with them)")
     p.add_argument("--append", action="store_true", help="allow loading into a store that is not empty")
     p.add_argument("--renumber", action="store_true",
                    help="let the store assign physical and queue offsets instead of requiring every record "
@@ -180,6 +197,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _explicit_sizes(args: argparse.Namespace) -> dict:
+    """The sizes given on the command line, as StoreConfig fields."""
+    given = {"mapped_file_size_consume_queue": args.consume_queue_file_size,
+             "max_hash_slot_num": args.max_hash_slot_num, "max_index_num": args.max_index_num}
+    return {k: v for k, v in given.items() if v is not None}
+
+
 def _segment_size_of(path: str) -> int:
     segments = list_segments(find_commitlog_dir(path))
     if not segments:
@@ -193,7 +227,7 @@ def _segment_size_of(path: str) -> int:
     return size
 
 
-def _config_like(path: str) -> StoreConfig:
+def _config_like(path: str, explicit: dict) -> StoreConfig:
     if not os.path.isdir(path):
         raise CliError(f"--like {path}: no such directory")
     manifest_path = os.path.join(path, "manifest.json")
@@ -209,22 +243,39 @@ def _config_like(path: str) -> StoreConfig:
             if size != config.mapped_file_size_commit_log:
                 raise CliError(f"--like {path}: the manifest says {config.mapped_file_size_commit_log}-byte "
                                f"segments but store/ holds {size}-byte files")
+        for name, value in explicit.items():
+            if getattr(config, name) != value:
+                raise CliError(f"--like {path}: the manifest says {name} {getattr(config, name)}, not {value}")
         return config
-    return StoreConfig(mapped_file_size_commit_log=_segment_size_of(path))
+    size = _segment_size_of(path)  # a commitlog directory, or a store root
+    commitlog = find_commitlog_dir(path)
+    root = os.path.dirname(commitlog) if os.path.basename(commitlog) == "commitlog" else None
+    if root is None:  # a bare commitlog directory: nothing else to copy sizes from
+        return StoreConfig(mapped_file_size_commit_log=size, **explicit)
+    try:
+        return infer_config(root, cq_file_size=explicit.get("mapped_file_size_consume_queue"),
+                            max_hash_slot_num=explicit.get("max_hash_slot_num"),
+                            max_index_num=explicit.get("max_index_num"), strict=True)
+    except RmqStoreError as exc:
+        raise CliError(f"--like {path}: {exc} (--consume-queue-file-size, --max-hash-slot-num, "
+                       f"--max-index-num)") from None
 
 
 def _load_config(args: argparse.Namespace) -> StoreConfig:
+    explicit = _explicit_sizes(args)
     if args.like:
-        config = _config_like(args.like)
+        config = _config_like(args.like, explicit)
     elif args.commitlog_file_size:
-        config = StoreConfig(mapped_file_size_commit_log=args.commitlog_file_size)
+        config = StoreConfig(mapped_file_size_commit_log=args.commitlog_file_size, **explicit)
     elif args.append and os.path.isdir(args.store) and _has_segments(args.store):
         try:
-            config = infer_config(args.store)
+            config = infer_config(args.store, cq_file_size=explicit.get("mapped_file_size_consume_queue"),
+                                  max_hash_slot_num=explicit.get("max_hash_slot_num"),
+                                  max_index_num=explicit.get("max_index_num"))
         except RmqStoreError as exc:
             raise CliError(str(exc)) from None
     else:
-        config = StoreConfig()
+        config = StoreConfig(**explicit)
     # load writes as a plain async master, whatever the source store did
     return replace(config, flush_disk_type=FlushDiskType.ASYNC_FLUSH, broker_role=BrokerRole.ASYNC_MASTER)
 
