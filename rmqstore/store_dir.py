@@ -212,6 +212,8 @@ def index_dimensions(root: str, *, slots: int | None = None, entries: int | None
     if len(sizes) > 1:
         raise StoreError(f"{d}: index files have different sizes {sorted(sizes)}")
     size = sizes.pop()
+    if size < index_size(1, 1):
+        raise StoreError(f"{d}: index files of {size} bytes hold no hash slot and no entry")
     candidates = None
     # the fullest file first: most entries, least doubt
     for path in sorted(paths, key=lambda p: -_index_count(p)):
@@ -221,9 +223,11 @@ def index_dimensions(root: str, *, slots: int | None = None, entries: int | None
         candidates = told if candidates is None else candidates & told
         if len(candidates) <= 1:
             break
-    if candidates is not None and not candidates:
-        raise StoreError(f"{d}: the index files do not read as written with one (slots, entries); "
-                         "give max_hash_slot_num and max_index_num explicitly")
+    if candidates is not None and not candidates:  # damaged: no reading fits
+        if strict:
+            raise StoreError(f"{d}: the index files do not read as written with one (slots, entries); "
+                             "give max_hash_slot_num and max_index_num explicitly")
+        candidates = None  # opening a damaged store to look at it: fall back to the size, as if keyless
     return _pick_dimensions(d, size, candidates, slots, entries, strict)
 
 
