@@ -5,8 +5,13 @@ A put goes through three gates before the commitlog sees it:
 1. the store's state -- shut down, a slave, not writeable (a disk went bad), or the page
    cache busy (a writer has held the put lock for longer than
    ``os_page_cache_busy_timeout_mills``) each refuse the put;
-2. the message -- types, topic length and characters, properties length, queue id;
-3. the commitlog's own encoder -- body and record size, UTF-8 lengths.
+2. the message -- types, topic length and characters, properties length, queue id, every
+   integer field against its width in the record, and none of what the store decides
+   (store timestamp, queue offset, body CRC: only :meth:`MessageStore.replay_message`,
+   the replay of a recorded record, may give those, and a recorded queue offset must be
+   the one the store would give);
+3. the commitlog's own encoder -- body and record size, UTF-8 forms and lengths, hosts
+   (socket addresses: ports 0..65535).
 
 Each refusal is a :class:`~rmqstore.status.PutMessageResult` with RocketMQ's status
 and a message naming what was wrong; nothing is written, and later puts land as if the
@@ -18,6 +23,11 @@ SYNC_MASTER, for a slave (we have no replication service yet, so that is
 SLAVE_NOT_AVAILABLE, as RocketMQ answers with no slave connected).
 
 The clock and the store host are injectable, so a recorded workload replays exactly.
+
+One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
+RocketMQ does, which keeps other processes out) and registers its root in this process
+(by real path and by device/inode), because a POSIX lock does not stop a second writer in
+the same process.  Either refusal happens before anything in the directory is touched.
 """
 
 from __future__ import annotations
@@ -243,7 +253,8 @@ class MessageStore:
         means it died (abnormal recovery: re-dispatch from the checkpoint on).  See
         :mod:`rmqstore.recovery`.  Writable: ``<root>/lock`` is taken first, before
         recovery may truncate or delete anything (RocketMQ takes it later, in ``start``),
-        so a store that another process holds raises :class:`StoreStateError` untouched;
+        so a store that another writer holds -- another process, or another
+        ``MessageStore`` in this one -- raises :class:`StoreStateError` untouched;
         ``shutdown()``/``close()`` release it.  Read-only: files are mapped read-only and
         the ends found in memory; nothing is created, truncated, dispatched, deleted or locked.
         """
