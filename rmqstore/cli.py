@@ -11,15 +11,24 @@ an ``add_arguments(parser)`` and a ``run(args, io) -> exit code`` and registerin
 
 ``rmqstore load STORE``
     Reads such JSON lines on stdin and writes every record again through
-    :meth:`MessageStore.put_message` in replay form (recorded store timestamp, hosts and
-    queue offset are kept).  A ``blank`` line makes the store fill the rest of the current
-    segment with a blank record.  Every record must land at its recorded physical offset
+    :meth:`MessageStore.replay_message` (recorded store timestamp, hosts and body CRC are
+    kept; a recorded queue offset must be the queue's next one).  A record whose recorded
+    body CRC does not match its body is copied as it is, CRC and all, with a warning on
+    stderr: a copy never vouches for a damaged body.  ``--repair`` writes the body's CRC
+    instead and prints each change on stdout.  A ``blank`` line makes the store fill the
+    rest of the current segment with a blank record.  Every record must land at its recorded physical offset
     -- otherwise load stops with an error -- unless ``--renumber`` lets the store assign
     offsets (physical and queue offsets; blank lines are then skipped, the store writes
     its own, and prepared-transaction offsets that point at a loaded record follow it).
-    The segment size comes from ``--commitlog-file-size`` or ``--like OTHER`` (a store, or
-    a fixture folder with ``store/`` and ``manifest.json`` whose flush settings are used
-    too).  The store always uses ASYNC_FLUSH as an ASYNC_MASTER and is shut down cleanly,
+    The sizes come from ``--like OTHER``: every size of OTHER's files -- commitlog
+    segments, consume-queue files, index slots and entries (read off an index file's
+    header, slot table and entry chains, :func:`rmqstore.store_dir.index_dimensions`) --
+    so the copy opens in a broker configured like the original; OTHER may also be a
+    fixture folder with ``store/`` and ``manifest.json`` (whose flush settings are used
+    too).  Or from ``--commitlog-file-size``, ``--consume-queue-file-size``,
+    ``--max-hash-slot-num`` and ``--max-index-num``, which with ``--like`` stand in for
+    what OTHER has no file of (or whose index files hold no key) and must agree with
+    what its files show.  The store always uses ASYNC_FLUSH as an ASYNC_MASTER and is shut down cleanly,
     also after an error.  A non-empty target is refused unless ``--append``.
 
 ``rmqstore inspect STORE [--json]``
@@ -63,6 +72,7 @@ from typing import Callable
 
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .dumpfmt import DumpFormatError, blank_from_json, json_to_message, record_to_json
+from .crc import crc32
 from .errors import RmqStoreError
 from .progress import ProgressBar, isatty
 from .store_dir import infer_config
@@ -154,12 +164,27 @@ def _load_arguments(p: argparse.ArgumentParser) -> None:
                       help="segment size in bytes (default: RocketMQ's 1 GiB, or the size of the existing "
                            "segments with --append)")
     size.add_argument("--like", metavar="OTHER",
-                      help="take the segment size from OTHER's commitlog files; OTHER may also be a fixture "
-                           "folder with store/ and manifest.json, whose flush settings are used as well")
+                      help="take every file size from OTHER's files: commitlog segments, consume-queue files, "
+                           "index slots and entries (read off the index files' header, slot table and entry "
+                           "chains); OTHER may also be a fixture folder with store/ and manifest.json, whose "
+                           "sizes and flush settings are used")
+    p.add_argument("--consume-queue-file-size", type=_count, metavar="N",
+                   help="consume-queue file size in bytes (with --like: only when OTHER has no consume-queue file, "
+                        "or to agree with its files)")
+    p.add_argument("--max-hash-slot-num", type=_count, metavar="N",
+                   help="hash slots per index file (with --like: when OTHER's index files do not tell, or to "
+                        "agree with them)")
+    p.add_argument("--max-index-num", type=_count, metavar="N",
+                   help="entries per index file (with --like: when OTHER's index files do not tell, or to agree "
+                        "with them)")
     p.add_argument("--append", action="store_true", help="allow loading into a store that is not empty")
     p.add_argument("--renumber", action="store_true",
                    help="let the store assign physical and queue offsets instead of requiring every record "
                         "to land where it was recorded (blank lines are skipped)")
+    p.add_argument("--repair", action="store_true",
+                   help="write a record whose recorded body CRC does not match its body with the CRC of its "
+                        "body, and print each such change (without it the copy keeps the recorded CRC and a "
+                        "warning names the record)")
 
 
 def _positive_int(text: str) -> int:
@@ -170,6 +195,23 @@ def _positive_int(text: str) -> int:
     if value <= 8:
         raise argparse.ArgumentTypeError(f"a segment must be larger than 8 bytes, got {value}")
     return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _explicit_sizes(args: argparse.Namespace) -> dict:
+    """The sizes given on the command line, as StoreConfig fields."""
+    given = {"mapped_file_size_consume_queue": args.consume_queue_file_size,
+             "max_hash_slot_num": args.max_hash_slot_num, "max_index_num": args.max_index_num}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def _segment_size_of(path: str) -> int:
@@ -185,7 +227,7 @@ def _segment_size_of(path: str) -> int:
     return size
 
 
-def _config_like(path: str) -> StoreConfig:
+def _config_like(path: str, explicit: dict) -> StoreConfig:
     if not os.path.isdir(path):
         raise CliError(f"--like {path}: no such directory")
     manifest_path = os.path.join(path, "manifest.json")
@@ -201,22 +243,39 @@ def _config_like(path: str) -> StoreConfig:
             if size != config.mapped_file_size_commit_log:
                 raise CliError(f"--like {path}: the manifest says {config.mapped_file_size_commit_log}-byte "
                                f"segments but store/ holds {size}-byte files")
+        for name, value in explicit.items():
+            if getattr(config, name) != value:
+                raise CliError(f"--like {path}: the manifest says {name} {getattr(config, name)}, not {value}")
         return config
-    return StoreConfig(mapped_file_size_commit_log=_segment_size_of(path))
+    size = _segment_size_of(path)  # a commitlog directory, or a store root
+    commitlog = find_commitlog_dir(path)
+    root = os.path.dirname(commitlog) if os.path.basename(commitlog) == "commitlog" else None
+    if root is None:  # a bare commitlog directory: nothing else to copy sizes from
+        return StoreConfig(mapped_file_size_commit_log=size, **explicit)
+    try:
+        return infer_config(root, cq_file_size=explicit.get("mapped_file_size_consume_queue"),
+                            max_hash_slot_num=explicit.get("max_hash_slot_num"),
+                            max_index_num=explicit.get("max_index_num"), strict=True)
+    except RmqStoreError as exc:
+        raise CliError(f"--like {path}: {exc} (--consume-queue-file-size, --max-hash-slot-num, "
+                       f"--max-index-num)") from None
 
 
 def _load_config(args: argparse.Namespace) -> StoreConfig:
+    explicit = _explicit_sizes(args)
     if args.like:
-        config = _config_like(args.like)
+        config = _config_like(args.like, explicit)
     elif args.commitlog_file_size:
-        config = StoreConfig(mapped_file_size_commit_log=args.commitlog_file_size)
+        config = StoreConfig(mapped_file_size_commit_log=args.commitlog_file_size, **explicit)
     elif args.append and os.path.isdir(args.store) and _has_segments(args.store):
         try:
-            config = infer_config(args.store)
+            config = infer_config(args.store, cq_file_size=explicit.get("mapped_file_size_consume_queue"),
+                                  max_hash_slot_num=explicit.get("max_hash_slot_num"),
+                                  max_index_num=explicit.get("max_index_num"))
         except RmqStoreError as exc:
             raise CliError(str(exc)) from None
     else:
-        config = StoreConfig()
+        config = StoreConfig(**explicit)
     # load writes as a plain async master, whatever the source store did
     return replace(config, flush_disk_type=FlushDiskType.ASYNC_FLUSH, broker_role=BrokerRole.ASYNC_MASTER)
 
@@ -249,14 +308,22 @@ def _read_lines(stream):
 
 
 class _Loader:
-    """Replays dumped records into a started store, checking where each one lands."""
+    """Replays dumped records into a started store, checking where each one lands.
 
-    def __init__(self, store, renumber: bool):
+    A record is written as recorded, its body CRC included: a copy of a damaged record is
+    just as damaged (``warn`` names it), never vouched for with a fresh CRC -- unless
+    ``repair``, which writes the body's CRC and hands each change to ``report``.
+    """
+
+    def __init__(self, store, renumber: bool, repair: bool = False, warn=None, report=None):
         self.store = store
         self.commit_log = store.commit_log
         self.segment_size = store.config.mapped_file_size_commit_log
         self.renumber = renumber
-        self.messages = self.blanks = self.skipped_blanks = 0
+        self.repair = repair
+        self.warn = warn or (lambda text: None)
+        self.report = report or (lambda text: None)
+        self.messages = self.blanks = self.skipped_blanks = self.repaired = 0
         self.moved: dict[int, int] = {}  # recorded offset -> new offset (with --renumber)
 
     def write_position(self) -> int:
@@ -303,7 +370,11 @@ class _Loader:
                 raise CliError(f"line {lineno}: record recorded at offset {offset}, but the store's write "
                                f"position is {here} (a record or blank before it is missing or out of order; "
                                f"--renumber lets the store choose)")
-        result = self.store.put_message(msg)
+        recorded_crc = msg.body_crc
+        body_crc = crc32(msg.body)
+        if recorded_crc != body_crc and self.repair:
+            msg.body_crc = body_crc
+        result = self.store.replay_message(msg)
         ar = result.append_result
         if not result.ok or ar is None:
             detail = f": {result.message}" if result.message else ""
@@ -320,6 +391,15 @@ class _Loader:
                 raise CliError(f"line {lineno}: the record at offset {offset} was {total} bytes when dumped but "
                                f"{ar.wrote_bytes} bytes when written")
         self.messages += 1
+        if recorded_crc != body_crc:
+            where = f"line {lineno}: the record at offset {offset}" + (
+                f" (written at {ar.wrote_offset})" if ar.wrote_offset != offset else "")
+            if self.repair:
+                self.repaired += 1
+                self.report(f"repaired: {where}: body CRC {recorded_crc} -> {body_crc}")
+            else:
+                self.warn(f"{where} has a bad body CRC (recorded {recorded_crc}, its body gives {body_crc}); "
+                          f"copied as recorded (--repair writes the body's CRC)")
 
 
 def _load(args: argparse.Namespace, io: Streams) -> int:
@@ -336,7 +416,9 @@ def _load(args: argparse.Namespace, io: Streams) -> int:
     config = _load_config(args)
     store = MessageStore(root, config)
     store.start()
-    loader = _Loader(store, args.renumber)
+    loader = _Loader(store, args.renumber, args.repair,
+                     warn=lambda text: io.stderr.write(f"{PROG}: warning: {text}\n"),
+                     report=lambda text: io.stdout.write(text + "\n"))
     try:
         with _progress(io, "load", None, unit="records") as progress:
             for lineno, obj in _read_lines(io.stdin):

@@ -20,8 +20,15 @@ record, and the bytes after a blank header are zeroed instead of leaking stale b
 contents.
 
 Replay.  A :class:`~rmqstore.message.Message` with ``store_timestamp`` set is a stored
-record being written again (``rmqstore load``): it keeps its topic, properties, store
-timestamp and (if given) queue offset, and gets no delay rewrite.
+record being written again (``rmqstore load``, which goes through
+``MessageStore.replay_message``; ``put_message`` refuses such a message): it keeps its
+topic, properties, store timestamp and (if given) body CRC, and gets no delay rewrite.  A
+recorded queue offset is not written as given but checked, under the put lock, to be the
+one the store gives the record anyway (the queue's next one; 0 for a prepared or
+rolled-back record) -- otherwise MESSAGE_ILLEGAL -- so a copy's consume queues count
+exactly as the original's.  RocketMQ's own put path ignores both values and always
+decides them (``DefaultAppendMessageCallback`` takes the queue offset from the topic-queue
+table, ``putMessage`` the store timestamp from the clock).
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
 from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
 from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
-from .record import Address, MAX_TOPIC_BYTES_V1
+from .record import Address, MAX_TOPIC_BYTES_V1, field_problem, socket_address
 from .trace import file_positions
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .sysflag import (BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_COMMIT_TYPE,
@@ -66,6 +73,10 @@ DIFFERENCES = {
                   "pool RocketMQ commits stale bytes of an earlier file there.",
     "topic_chars": "Topics are checked against RocketMQ's ^[%|a-zA-Z0-9_-]+$ in the store; RocketMQ "
                    "checks them only in the broker and client.",
+    "decided_fields": "A put that gives a store timestamp, queue offset or body CRC is refused with "
+                      "MESSAGE_ILLEGAL; RocketMQ's put path silently overwrites them. Only a replay "
+                      "(MessageStore.replay_message, rmqstore load) keeps recorded values, and a recorded "
+                      "queue offset must be the one the store would give.",
 }
 
 _QO_PHY = struct.Struct(">qq")
@@ -143,14 +154,13 @@ class MessageEncoder:
         self._headers = {(b, st): message_header_struct(b, st) for b in (False, True) for st in (False, True)}
 
     def address(self, value) -> Address:
+        """A host of a put (``None``: the store's own); LayoutError unless a socket address (port 0..65535)."""
         if value is None:
             return self.default_store_host
-        if type(value) is Address:
-            return value
         try:
             return self._addr_cache[value]
         except (KeyError, TypeError):
-            addr = Address.parse(value)
+            addr = socket_address(value)
             if isinstance(value, str) and len(self._addr_cache) < 4096:
                 self._addr_cache[value] = addr
             return addr
@@ -190,7 +200,10 @@ class MessageEncoder:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"topic {topic[:40]!r}... is {len(topic.encode('utf-8'))} UTF-8 bytes; a record holds at "
                 f"most {MAX_TOPIC_BYTES_V1}"))
-        props_b = properties.encode("utf-8")
+        try:
+            props_b = properties.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return _not_utf8("properties", exc)
         props_len = len(props_b)
         if props_len > 32767:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
@@ -201,11 +214,13 @@ class MessageEncoder:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"record is {total} bytes, over the limit {self.max_record_size}"))
         try:
-            head = header.pack(total, MESSAGE_MAGIC_CODE, _crc32(body) & 0x7FFFFFFF, queue_id, msg.flag, 0, 0,
+            crc = _crc32(body) & 0x7FFFFFFF if msg.body_crc is None else msg.body_crc  # replay keeps the record's
+            head = header.pack(total, MESSAGE_MAGIC_CODE, crc, queue_id, msg.flag, 0, 0,
                                sys_flag, msg.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
                                msg.reconsume_times, msg.prepared_transaction_offset, body_len)
         except struct.error as exc:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(msg, exc))
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(exc, (
+                (name, getattr(msg, name)) for name in _PRODUCER_INT_FIELDS)))
         data = b"".join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
         return EncodedMessage(data, _STORE_TS_POS_V6 if born_v6 else _STORE_TS_POS_V4, (topic, queue_id),
                               sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
@@ -241,7 +256,10 @@ class MessageEncoder:
                 if props and not props.endswith("\x02"):
                     props += "\x02"
                 props += batch_props
-            props_b = props.encode("utf-8")
+            try:
+                props_b = props.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                return _not_utf8(f"batch item {len(lengths)}: properties", exc)
             if len(props_b) > 32767:
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
                     f"batch item {len(lengths)}: properties are {len(props_b)} UTF-8 bytes; at most 32767"))
@@ -254,7 +272,9 @@ class MessageEncoder:
                              sys_flag, batch.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
                              batch.reconsume_times, 0, len(body))
             except struct.error as exc:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"a field is out of range: {exc}")
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(exc, (
+                    ("flag", item.flag), ("sys_flag", sys_flag), ("born_timestamp", batch.born_timestamp),
+                    ("reconsume_times", batch.reconsume_times))))
             data += body
             data += topic_part
             data += len(props_b).to_bytes(2, "big")
@@ -267,17 +287,24 @@ class MessageEncoder:
         return EncodedBatch(data, lengths, ts_pos, (batch.topic, batch.queue_id), store, batch)
 
 
-def _field_problem(msg, exc) -> str:
-    """Name the message field that did not fit its slot in the record."""
-    limits = {"flag": 31, "sys_flag": 31, "reconsume_times": 31, "born_timestamp": 63,
-              "prepared_transaction_offset": 63}
-    for name, bits in limits.items():
-        value = getattr(msg, name, None)
-        if type(value) is not int:
-            return f"{name} must be an int, got {type(value).__name__}"
-        if not -2**bits <= value < 2**bits:
-            return f"{name} {value} does not fit in {bits + 1} bits"
+#: the integer fields a producer gives (their widths are the layout's)
+_PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
+
+
+def _field_problem(exc, named_values) -> str:
+    """Name the field that did not fit its slot in the record (``struct`` only says that one did not)."""
+    for name, value in named_values:
+        problem = field_problem(name, value)
+        if problem:
+            return problem
     return f"a record field is out of range: {exc}"
+
+
+def _not_utf8(what: str, exc: UnicodeEncodeError) -> PutMessageResult:
+    """A string with no UTF-8 form (a lone surrogate) refused, naming the character."""
+    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+        f"{what} cannot be stored as UTF-8: {exc.reason} at character {exc.start} "
+        f"({exc.object[exc.start:exc.end]!r})"))
 
 
 def _zero_fill(buf, start: int, end: int) -> None:
@@ -291,6 +318,13 @@ class DefaultAppendMessageCallback:
     def __init__(self, commit_log: "CommitLog"):
         self.commit_log = commit_log
 
+    def next_queue_offset(self, enc: EncodedMessage) -> int:
+        """The queue offset the store gives ``enc`` now (under the put lock): its queue's next one
+        from the topic-queue table, or 0 for a prepared/rolled-back record (no consume queue holds it)."""
+        if enc.tran_type in _NO_QUEUE_ADVANCE:
+            return 0
+        return self.commit_log.topic_queue_table.get(enc.topic_queue_key, 0)
+
     def do_append(self, file_from_offset: int, buf, pos: int, max_blank: int, enc, ctx=None):
         if isinstance(enc, EncodedBatch):
             return self._append_batch(file_from_offset, buf, pos, max_blank, enc)
@@ -300,19 +334,13 @@ class DefaultAppendMessageCallback:
         msg_len = enc.length
         if msg_len + END_FILE_MIN_BLANK_LENGTH > max_blank:
             return self._blank(buf, pos, max_blank, wrote_offset, store_ts)
-        table = cl.topic_queue_table
-        key = enc.topic_queue_key
-        queue_offset = enc.queue_offset
-        if queue_offset is None:
-            queue_offset = table.get(key, 0)
-        if enc.tran_type in _NO_QUEUE_ADVANCE:
-            queue_offset = 0
+        # always the store's own number: a replayed record's recorded one was checked equal to it
+        queue_offset = self.next_queue_offset(enc)
         buf[pos:pos + msg_len] = enc.data
         _QO_PHY.pack_into(buf, pos + QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
         _I64.pack_into(buf, pos + enc.store_ts_pos, store_ts)
         if enc.tran_type not in _NO_QUEUE_ADVANCE:
-            if enc.queue_offset is None or queue_offset + 1 > table.get(key, 0):
-                table[key] = queue_offset + 1
+            cl.topic_queue_table[enc.topic_queue_key] = queue_offset + 1
         return AppendMessageResult(_PUT_OK, wrote_offset, msg_len, None, store_ts, queue_offset, 1,
                                    store_host=enc.store_host)
 
@@ -456,6 +484,10 @@ class CommitLog:
         try:
             if tr is not None:
                 tr.event("lock.acquire", lock=type(lock).__name__)
+            if isinstance(enc, EncodedMessage) and enc.queue_offset is not None:
+                refused = self._check_recorded_queue_offset(enc)
+                if refused is not None:
+                    return refused
             mf = queue.get_last_mapped_file()
             begin = self.clock()
             self.begin_time_in_lock = begin
@@ -497,6 +529,20 @@ class CommitLog:
             return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result,
                                     f"append ended with {result.status.name}")
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def _check_recorded_queue_offset(self, enc: EncodedMessage) -> PutMessageResult | None:
+        """A replayed record's queue offset must be the one the store gives it now (under the lock)."""
+        expected = self.append_callback.next_queue_offset(enc)
+        if enc.queue_offset == expected:
+            return None
+        topic, queue_id = enc.topic_queue_key
+        if enc.tran_type in _NO_QUEUE_ADVANCE:
+            why = "a prepared or rolled-back record is stored with queue offset 0"
+        else:
+            why = (f"the next queue offset of {topic}-{queue_id} is {expected} (a replay writes each queue's "
+                   f"records in order, without gaps)")
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
+            f"recorded queue_offset {enc.queue_offset} does not follow: {why}"))
 
     def _trace_new_file(self, tr, mf) -> None:
         svc = self.mapped_file_queue.allocate_service

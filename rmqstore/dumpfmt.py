@@ -5,8 +5,9 @@ A pure module: no files, no clock.  Two functions, inverse to each other:
 * :func:`record_to_json` turns a decoded record (``MessageRecord`` or ``BlankRecord``)
   found at a physical offset into a JSON-ready ``dict``;
 * :func:`json_to_message` turns such a ``dict`` back into a
-  :class:`~rmqstore.message.Message` in *replay* form (``store_timestamp`` and
-  ``queue_offset`` set), so that ``rmqstore load`` writes the same record again.
+  :class:`~rmqstore.message.Message` in *replay* form (``store_timestamp``,
+  ``queue_offset`` and ``body_crc`` set), so that ``rmqstore load`` writes the same record
+  again, byte for byte.
 
 Both walk :data:`rmqstore.layout.MESSAGE_FIELDS`; the per-kind conversions below are the
 only knowledge added here.  A message object holds every field of the layout table under
@@ -27,7 +28,7 @@ from .crc import crc32
 from .errors import LayoutError
 from .layout import BLANK_RECORD, KIND_SIZES, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2
 from .message import Message
-from .record import Address, BlankRecord, MessageRecord, create_message_id
+from .record import INT_RANGES, Address, BlankRecord, MessageRecord, create_message_id
 
 __all__ = ["DumpFormatError", "record_to_json", "json_to_message", "MESSAGE_KEYS", "BLANK_KEYS",
            "REPLAY_FIELDS", "blank_from_json"]
@@ -47,8 +48,6 @@ _MESSAGE_ATTRS = {f.name for f in dataclass_fields(Message)}
 #: physical offset -- are decided by the encoder and the put path)
 REPLAY_FIELDS = tuple(f for f in MESSAGE_FIELDS if f.name in _MESSAGE_ATTRS)
 
-_INT_RANGES = {kind: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1)
-               for kind, (_, size) in KIND_SIZES.items()}
 
 
 def _to_json_value(kind: str, value):
@@ -90,7 +89,7 @@ def _int_field(obj: dict, name: str, kind: str = "i64") -> int:
     value = _require(obj, name)
     if type(value) is not int:
         raise DumpFormatError(f"field {name!r} must be an integer, got {type(value).__name__}")
-    lo, hi = _INT_RANGES[kind]
+    lo, hi = INT_RANGES[kind]
     if not lo <= value <= hi:
         raise DumpFormatError(f"field {name!r} = {value} does not fit in {kind}")
     return value
@@ -124,9 +123,9 @@ def json_to_message(obj: dict) -> Message:
     """A dumped message object back as a :class:`Message` in replay form.
 
     Keeps every field the record carries (topic, properties, timestamps, hosts, flags,
-    queue offset, ...); the encoder recomputes the total size and the body CRC, and the
-    put path decides the physical offset.  Raises :class:`DumpFormatError` naming the
-    first missing or malformed field.
+    queue offset, body CRC as recorded -- right or wrong, ...); the encoder recomputes the
+    total size and the put path decides the physical offset.  Raises
+    :class:`DumpFormatError` naming the first missing or malformed field.
     """
     if not isinstance(obj, dict):
         raise DumpFormatError(f"a record must be a JSON object, got {type(obj).__name__}")

@@ -2,9 +2,11 @@
 
 ``Message`` mirrors RocketMQ's ``MessageExtBrokerInner``: the topic, queue and body, the
 properties *string* exactly as it will be stored, the sysFlag, and the born/store hosts
-and timestamps.  Two optional fields exist for replay (``rmqstore load``): a recorded
-``store_timestamp`` and ``queue_offset`` that the put path keeps instead of deciding
-them itself, so a recorded workload can be written again byte for byte.
+and timestamps.  Three optional fields exist for replay only (``rmqstore load``, through
+:meth:`~rmqstore.store.MessageStore.replay_message`): a recorded ``store_timestamp``,
+``queue_offset`` and ``body_crc`` that the put path keeps instead of deciding them
+itself, so a recorded record is written again byte for byte -- a damaged body's CRC
+included.  ``put_message`` refuses a message that sets any of them (MESSAGE_ILLEGAL).
 """
 
 from __future__ import annotations
@@ -47,9 +49,11 @@ class Message:
     store_host: Address | str | None = None
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
-    # replay only: keep these recorded values instead of deciding them in the lock
+    # replay only (MessageStore.replay_message): recorded values kept instead of decided by the
+    # store; put_message refuses a message that sets any of them
     store_timestamp: int | None = None
     queue_offset: int | None = None
+    body_crc: int | None = None
     _props_map: JavaHashMap | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):

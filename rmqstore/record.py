@@ -28,6 +28,7 @@ from .errors import CorruptRecordError, LayoutError
 from .layout import (
     BLANK_MAGIC_CODE,
     BLANK_RECORD,
+    KIND_SIZES,
     MESSAGE_FIELDS,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
@@ -47,9 +48,29 @@ __all__ = [
     "create_message_id",
     "decode_message_id",
     "MAX_TOPIC_BYTES_V1",
+    "MAX_PORT",
+    "INT_RANGES",
+    "field_problem",
+    "socket_address",
 ]
 
 MAX_TOPIC_BYTES_V1 = 127  # the V1 topic length is one *signed* byte
+MAX_PORT = 65535  # a socket port; the record's port field is a 4-byte int and holds more
+
+#: kind -> (min, max) of the layout's signed integer kinds
+INT_RANGES = {kind: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1) for kind, (_, size) in KIND_SIZES.items()}
+_FIELD_KINDS = {f.name: f.kind for f in MESSAGE_FIELDS}
+
+
+def field_problem(name: str, value) -> str | None:
+    """Why ``value`` cannot go into the record's integer field ``name`` (its layout width), or None."""
+    if type(value) is not int:
+        return f"{name} must be an int, got {type(value).__name__}"
+    kind = _FIELD_KINDS[name]
+    lo, hi = INT_RANGES[kind]
+    if not lo <= value <= hi:
+        return f"{name} = {value} does not fit in the record's {kind} field ({lo} .. {hi})"
+    return None
 
 
 class Address(NamedTuple):
@@ -113,6 +134,18 @@ class Address(NamedTuple):
         if not -2**31 <= port < 2**31:
             raise LayoutError(f"port {port} does not fit in an int")
         return cls(ip, port)
+
+
+def socket_address(value) -> Address:
+    """:meth:`Address.parse` for a host a producer hands the store: the port must be 0..65535.
+
+    The record's port field is a 4-byte int, so the codec reads and writes any int there
+    (damaged or synthetic records); a put, which stands for a real socket, may not.
+    """
+    addr = Address.parse(value)
+    if not 0 <= addr.port <= MAX_PORT:
+        raise LayoutError(f"port {addr.port} of {value!s} is outside 0..{MAX_PORT}")
+    return addr
 
 
 #: one decoded message record; field names come from the layout table

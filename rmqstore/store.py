@@ -5,8 +5,13 @@ A put goes through three gates before the commitlog sees it:
 1. the store's state -- shut down, a slave, not writeable (a disk went bad), or the page
    cache busy (a writer has held the put lock for longer than
    ``os_page_cache_busy_timeout_mills``) each refuse the put;
-2. the message -- types, topic length and characters, properties length, queue id;
-3. the commitlog's own encoder -- body and record size, UTF-8 lengths.
+2. the message -- types, topic length and characters, properties length, queue id, every
+   integer field against its width in the record, and none of what the store decides
+   (store timestamp, queue offset, body CRC: only :meth:`MessageStore.replay_message`,
+   the replay of a recorded record, may give those, and a recorded queue offset must be
+   the one the store would give);
+3. the commitlog's own encoder -- body and record size, UTF-8 forms and lengths, hosts
+   (socket addresses: ports 0..65535).
 
 Each refusal is a :class:`~rmqstore.status.PutMessageResult` with RocketMQ's status
 and a message naming what was wrong; nothing is written, and later puts land as if the
@@ -18,6 +23,11 @@ SYNC_MASTER, for a slave (we have no replication service yet, so that is
 SLAVE_NOT_AVAILABLE, as RocketMQ answers with no slave connected).
 
 The clock and the store host are injectable, so a recorded workload replays exactly.
+
+One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
+RocketMQ does, which keeps other processes out) and registers its root in this process
+(by real path and by device/inode), because a POSIX lock does not stop a second writer in
+the same process.  Either refusal happens before anything in the directory is touched.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from .errors import StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
                     GroupCommitService, ServiceThread)
 from .message import Message, MessageBatch
+from .record import field_problem
 from .status import PutMessageResult, PutMessageStatus
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
@@ -52,9 +63,53 @@ TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 MAX_TOPIC_LENGTH = 127
 MAX_PROPERTIES_CHARS = 32767
 MAX_QUEUE_ID = 2**31 - 1
+#: integer fields a producer gives, checked against their widths in the record
+_PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
+_BATCH_INT_FIELDS = ("sys_flag", "born_timestamp", "reconsume_times")
+#: what the store decides and only a replay of a recorded record may give
+_REPLAY_FIELDS = ("store_timestamp", "queue_offset", "body_crc")
 
 
 _PUT_OK = PutMessageStatus.PUT_OK
+
+
+class _WritersRegistry:
+    """The store roots this process has open for writing.
+
+    The lock file's POSIX record lock keeps other processes out, but it belongs to the
+    process: a second writable ``MessageStore`` on the same directory in this process
+    would take it again silently.  So each writable root is registered here, under its
+    real path and its (device, inode) -- a symlink, another spelling or a bind mount of
+    the same directory is the same store.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._held: dict = {}  # key -> the MessageStore holding it
+
+    def take(self, store: "MessageStore") -> tuple:
+        """Register ``store.root`` (which must exist) or raise :class:`StoreStateError`."""
+        st = os.stat(store.root)
+        keys = (("path", os.path.realpath(store.root)), ("inode", st.st_dev, st.st_ino))
+        with self._lock:
+            for key in keys:
+                holder = self._held.get(key)
+                if holder is not None and holder is not store:
+                    raise StoreStateError(
+                        f"{store.root} is in use: it is already open for writing in this process"
+                        + (f" (as {holder.root})" if holder.root != store.root else ""))
+            for key in keys:
+                self._held[key] = store
+        return keys
+
+    def release(self, store: "MessageStore", keys) -> None:
+        with self._lock:
+            for key in keys:
+                if self._held.get(key) is store:
+                    del self._held[key]
+
+
+_WRITERS = _WritersRegistry()
 
 
 class FlushConsumeQueueService(ServiceThread):
@@ -183,6 +238,7 @@ class MessageStore:
         self._async_pool = None
         self._async_pool_lock = threading.Lock()
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
+        self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -197,16 +253,19 @@ class MessageStore:
         means it died (abnormal recovery: re-dispatch from the checkpoint on).  See
         :mod:`rmqstore.recovery`.  Writable: ``<root>/lock`` is taken first, before
         recovery may truncate or delete anything (RocketMQ takes it later, in ``start``),
-        so a store that another process holds raises :class:`StoreStateError` untouched;
+        so a store that another writer holds -- another process, or another
+        ``MessageStore`` in this one -- raises :class:`StoreStateError` untouched;
         ``shutdown()``/``close()`` release it.  Read-only: files are mapped read-only and
         the ends found in memory; nothing is created, truncated, dispatched, deleted or locked.
         """
         if self._loaded:
             return True
         if not self.read_only:
+            if os.path.exists(self.root) and not os.path.isdir(self.root):
+                raise StoreError(f"{self.root}: not a directory (a store root is a directory)")
             os.makedirs(self.root, exist_ok=True)
-            # before anything is truncated or deleted: a store another process writes (a live
-            # broker, a second MessageStore) is refused here, untouched
+            # before anything is truncated or deleted: a store another writer holds (a live
+            # broker, a second MessageStore in this process or another) is refused here, untouched
             self._take_lock()
             try:
                 return self._load()
@@ -237,20 +296,28 @@ class MessageStore:
 
         if self._lock_fd is not None:
             return
-        fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        keys = _WRITERS.take(self)  # this process first: the POSIX lock would not see a second writer here
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-        except OSError:
-            os.close(fd)
-            raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
-        if os.pread(fd, 4, 0) != b"lock":  # RocketMQ's content; an existing lock file stays untouched
-            os.pwrite(fd, b"lock", 0)
+            fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+            except OSError:
+                os.close(fd)
+                raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
+            if os.pread(fd, 4, 0) != b"lock":  # RocketMQ's content; an existing lock file stays untouched
+                os.pwrite(fd, b"lock", 0)
+        except BaseException:
+            _WRITERS.release(self, keys)
+            raise
         self._lock_fd = fd
+        self._writer_keys = keys
 
     def _release_lock(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)  # closing drops the POSIX lock
+            _WRITERS.release(self, self._writer_keys)
+            self._writer_keys = ()
 
     def start(self) -> None:
         if self.read_only:
@@ -313,8 +380,10 @@ class MessageStore:
         if self.shutdown_flag:
             return
         self.shutdown_flag = True
-        if self._async_pool is not None:
-            self._async_pool.shutdown(wait=True)
+        with self._async_pool_lock:
+            pool = self._async_pool
+        if pool is not None:
+            pool.shutdown(wait=True)
         # commit first (it pokes flush), then flush, as RocketMQ stops them
         if self.commit_service is not None:
             self.commit_service.shutdown()
@@ -392,11 +461,23 @@ class MessageStore:
         return None
 
     def check_message(self, msg) -> PutMessageResult | None:
-        """``checkMessage``: None when the message may be put, else MESSAGE_ILLEGAL and why."""
+        """``checkMessage``: None when the message may be put, else MESSAGE_ILLEGAL and why.
+
+        Integer fields that the fast path does not look at are range-checked by the encoder
+        (the same layout widths, :func:`rmqstore.record.field_problem`).
+        """
         if (type(msg) is Message and msg.topic in self._good_topics and type(msg.queue_id) is int
                 and 0 <= msg.queue_id < self._good_topics[msg.topic] and type(msg.properties) is str
-                and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes):
+                and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes
+                and msg.store_timestamp is None and msg.queue_offset is None and msg.body_crc is None):
             return None  # the common case, decided without building messages
+        return self._check_message(msg, replay=False)
+
+    def check_replayed_message(self, msg) -> PutMessageResult | None:
+        """:meth:`check_message` for :meth:`replay_message`: the recorded values must be there and fit."""
+        return self._check_message(msg, replay=True)
+
+    def _check_message(self, msg, replay: bool) -> PutMessageResult | None:
         problem = None
         if not isinstance(msg, Message):
             problem = f"expected a Message, got {type(msg).__name__}"
@@ -407,13 +488,9 @@ class MessageStore:
         elif len(msg.properties) > MAX_PROPERTIES_CHARS:
             problem = f"properties string is {len(msg.properties)} characters, longer than {MAX_PROPERTIES_CHARS}"
         else:
-            problem = self._check_topic(msg.topic) or self._check_queue(msg.topic, msg.queue_id)
-            if problem is None:
-                for name in ("flag", "sys_flag", "born_timestamp", "reconsume_times",
-                             "prepared_transaction_offset"):
-                    if type(getattr(msg, name)) is not int:
-                        problem = f"{name} must be an int, got {type(getattr(msg, name)).__name__}"
-                        break
+            problem = (self._check_topic(msg.topic) or self._check_queue(msg.topic, msg.queue_id)
+                       or _int_fields_problem(msg, _PRODUCER_INT_FIELDS)
+                       or (_replay_fields_problem(msg) if replay else _decided_fields_problem(msg)))
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
         if len(self._good_topics) < 100_000:
@@ -429,7 +506,8 @@ class MessageStore:
         elif len(batch.items) > self.config.max_msgs_num_batch * 1000:
             problem = f"batch of {len(batch.items)} messages is too large"
         else:
-            problem = self._check_topic(batch.topic) or self._check_queue(batch.topic, batch.queue_id)
+            problem = (self._check_topic(batch.topic) or self._check_queue(batch.topic, batch.queue_id)
+                       or _int_fields_problem(batch, _BATCH_INT_FIELDS))
             if problem is None:
                 for i, item in enumerate(batch.items):
                     if not isinstance(item.body, (bytes, bytearray, memoryview)):
@@ -437,6 +515,10 @@ class MessageStore:
                         break
                     if not isinstance(item.properties, str):
                         problem = f"batch item {i}: properties must be a str"
+                        break
+                    problem = field_problem("flag", item.flag)
+                    if problem:
+                        problem = f"batch item {i}: {problem}"
                         break
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
@@ -450,6 +532,19 @@ class MessageStore:
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
         return self._put(batch, self.check_messages, self.commit_log.put_messages)
+
+    def replay_message(self, msg: Message) -> PutMessageResult:
+        """Write a recorded record again (``rmqstore load``): the one way to give what the store decides.
+
+        ``msg.store_timestamp`` (required) and ``msg.body_crc`` (optional) are written as
+        recorded; ``msg.queue_offset`` (optional) must be the one the store gives the record
+        anyway -- its queue's next one, 0 for a prepared or rolled-back record -- or the
+        replay is refused with MESSAGE_ILLEGAL, so a copy's consume queues count as the
+        original's.  The store timestamp must be a non-negative int64 but need not grow:
+        RocketMQ takes it from the wall clock, which may step back, and a copy keeps that.
+        No delay-level rewrite: the record is stored as it was.
+        """
+        return self._put(msg, self.check_replayed_message, self.commit_log.put_message)
 
     @property
     def tracer(self):
@@ -501,18 +596,24 @@ class MessageStore:
     def _submit_async(self, fn, arg) -> Future:
         # appends are serialised by the put lock anyway; waiting for the flush is what may block,
         # so the wait happens on a small pool and the caller gets a future at once
-        if self._async_pool is None:
+        pool = self._async_pool
+        if pool is None and not self.shutdown_flag:
             from concurrent.futures import ThreadPoolExecutor
 
-            with self._async_pool_lock:
-                if self._async_pool is None:
+            with self._async_pool_lock:  # shutdown() takes it too: no pool is made after it looked
+                if self._async_pool is None and not self.shutdown_flag:
                     self._async_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
-        if self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH and \
-                self.config.broker_role is not BrokerRole.SYNC_MASTER:
-            future: Future = Future()
-            future.set_result(fn(arg))  # nothing to wait for
-            return future
-        return self._async_pool.submit(fn, arg)
+                pool = self._async_pool
+        if pool is not None and not self.shutdown_flag and not (
+                self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+                and self.config.broker_role is not BrokerRole.SYNC_MASTER):
+            try:
+                return pool.submit(fn, arg)
+            except RuntimeError:  # shut down meanwhile: fn answers SERVICE_NOT_AVAILABLE below
+                pass
+        future: Future = Future()
+        future.set_result(fn(arg))  # nothing to wait for, or a refusal (not started, shut down)
+        return future
 
     def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
         status = _PUT_OK
@@ -691,3 +792,37 @@ def open_store(path, read_only: bool = True, config: StoreConfig | None = None) 
     if not read_only:
         store.start()
     return store
+
+
+def _int_fields_problem(item, names) -> str | None:
+    """The first of ``item``'s integer fields ``names`` that does not fit its width in the record."""
+    for name in names:
+        problem = field_problem(name, getattr(item, name))
+        if problem:
+            return problem
+    return None
+
+
+def _decided_fields_problem(msg: Message) -> str | None:
+    """A put may not give what the store decides (RocketMQ's put path overwrites these; we refuse)."""
+    for name in _REPLAY_FIELDS:
+        if getattr(msg, name) is not None:
+            return (f"{name} is decided by the store; only a replay of a recorded record "
+                    f"(MessageStore.replay_message, rmqstore load) may give it")
+    return None
+
+
+def _replay_fields_problem(msg: Message) -> str | None:
+    """A replayed record's recorded values: a store timestamp (required) and offsets that fit."""
+    if msg.store_timestamp is None:
+        return "a replayed record needs its recorded store_timestamp"
+    for name in _REPLAY_FIELDS:
+        value = getattr(msg, name)
+        if value is None:
+            continue
+        problem = field_problem(name, value)
+        if problem:
+            return problem
+        if value < 0 and name != "body_crc":  # a CRC is any 32-bit pattern a record may hold
+            return f"{name} = {value} is negative"
+    return None

@@ -57,7 +57,7 @@ def test_the_generated_store_verifies_and_scans_to_what_was_written(generated):
 
 
 def test_the_generated_bytes_are_the_put_paths(generated, tmp_path):
-    """Replay every record through MessageStore.put_message (recorded store time and queue offset,
+    """Replay every record through MessageStore.replay_message (recorded store time and queue offset,
     blanks where they were): the commitlog and consume-queue files come out identical."""
     config = StoreConfig(mapped_file_size_commit_log=SEG, max_hash_slot_num=500, max_index_num=2000,
                          store_host="10.0.0.9:10911")
@@ -66,7 +66,7 @@ def test_the_generated_bytes_are_the_put_paths(generated, tmp_path):
             if isinstance(rec, BlankRecord):
                 assert store.commit_log.append_blank_at_current_position().wrote_offset == offset
             else:
-                result = store.put_message(json_to_message(record_to_json(offset, rec)))
+                result = store.replay_message(json_to_message(record_to_json(offset, rec)))
                 assert result.ok and result.append_result.wrote_offset == offset
     for sub in ("commitlog", *(os.path.join("consumequeue", k) for k in generated.per_queue)):
         mine, theirs = os.path.join(generated.root, sub), os.path.join(tmp_path, sub)

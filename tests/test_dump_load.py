@@ -252,6 +252,183 @@ def test_cli_as_a_pipe(tmp_path):
         assert (target / "commitlog" / p.name).read_bytes() == p.read_bytes(), p.name
 
 
+# -- a copy keeps damage as recorded; --repair says what it changes ---------------------------
+
+def _damaged_copy(tmp_path) -> tuple[Path, dict]:
+    """basic's commitlog with one body byte of its last record flipped (its CRC now wrong)."""
+    import shutil
+
+    root = tmp_path / "damaged"
+    shutil.copytree(FIXTURES / "basic" / "store" / "commitlog", root / "commitlog")
+    last = [r for r in dump_records("basic", "store") if r["type"] == "message"][-1]
+    size = manifest("basic")["config"]["mappedFileSizeCommitLog"]
+    seg = root / "commitlog" / f"{last['offset'] - last['offset'] % size:020d}"
+    data = bytearray(seg.read_bytes())
+    body_at = last["offset"] % size + last["total_size"] - len(last["body"]) // 2 - 1 - len(
+        last["topic"].encode()) - 2 - len(last["properties"].encode())
+    assert data[body_at:body_at + len(last["body"]) // 2].hex() == last["body"]
+    data[body_at] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    return root, last
+
+
+def _commitlog(root: Path) -> dict:
+    return {p.name: p.read_bytes() for p in (root / "commitlog").iterdir()}
+
+
+def test_load_copies_a_bad_body_crc_byte_for_byte(tmp_path):
+    src, last = _damaged_copy(tmp_path)
+    code, out, err = run_cli(["dump", src, "--json"])
+    assert code == 0
+    dumped = [json.loads(x) for x in out.splitlines()]
+    assert [r["offset"] for r in dumped if r.get("crc_ok") is False] == [last["offset"]]
+    target = tmp_path / "copy"
+    code, out, err = run_cli(["load", target, "--like", FIXTURES / "basic"], out.encode())
+    assert code == 0, err
+    assert _commitlog(target) == _commitlog(src), "the copy must keep the recorded (bad) CRC"
+    assert err.count("\n") == 1 and "warning" in err and str(last["offset"]) in err and "--repair" in err
+    recopied = [json.loads(x) for x in run_cli(["dump", target])[1].splitlines()]
+    assert recopied == dumped
+
+
+def test_load_repair_recomputes_and_says_so(tmp_path):
+    from rmqstore.crc import crc32
+
+    src, last = _damaged_copy(tmp_path)
+    text = run_cli(["dump", src, "--json"])[1]
+    target = tmp_path / "repaired"
+    code, out, err = run_cli(["load", target, "--like", FIXTURES / "basic", "--repair"], text.encode())
+    assert (code, err) == (0, ""), err
+    lineno, damaged = next((i, json.loads(x)) for i, x in enumerate(text.splitlines(), 1)
+                           if json.loads(x).get("crc_ok") is False)
+    new_crc = crc32(bytes.fromhex(damaged["body"]))
+    assert new_crc != last["body_crc"] == damaged["body_crc"]
+    assert out.splitlines() == [f"repaired: line {lineno}: the record at offset {last['offset']}: "
+                                f"body CRC {last['body_crc']} -> {new_crc}"]
+    ours, theirs = _commitlog(target), _commitlog(src)
+    assert ours.keys() == theirs.keys()
+    diffs = [(name, i) for name in ours for i, (a, b) in enumerate(zip(ours[name], theirs[name])) if a != b]
+    size = manifest("basic")["config"]["mappedFileSizeCommitLog"]
+    crc_at = last["offset"] % size + 8
+    assert {n for n, _ in diffs} == {f"{last['offset'] - last['offset'] % size:020d}"}
+    assert all(crc_at <= i < crc_at + 4 for _, i in diffs)
+    assert all(json.loads(x)["crc_ok"] for x in run_cli(["dump", target])[1].splitlines()
+               if json.loads(x)["type"] == "message")
+    # nothing to repair: --repair changes nothing and says nothing
+    code, out, err = run_cli(["load", tmp_path / "clean", "--like", FIXTURES / "basic", "--repair"],
+                             dump_text("basic", "store").encode())
+    assert (code, out, err) == (0, "", "")
+
+
+def test_load_rejects_a_missing_body_crc(tmp_path):
+    lines = dump_text("txn_delay", "store").splitlines(keepends=True)[:4]
+    obj = json.loads(lines[1])
+    del obj["body_crc"]
+    lines[1] = json.dumps(obj) + "\n"
+    code, _, err = _bad_load(tmp_path, lines)
+    _assert_one_error_line(code, err, "line 2", "'body_crc'")
+
+
+# -- load --like copies every size of the original -------------------------------------------
+
+def _sizes(root: Path) -> dict:
+    """Every file's size by path; index files (named by the time they were made) as one sorted list."""
+    out = {str(p.relative_to(root)): p.stat().st_size for p in root.rglob("*")
+           if p.is_file() and p.parent.name not in ("config", "index") and p.name not in ("lock", "abort")}
+    out["index/*"] = sorted(p.stat().st_size for p in (root / "index").iterdir())
+    return out
+
+
+@pytest.mark.parametrize("like", ["fixture", "store"])
+def test_load_like_copies_every_file_size(tmp_path, like):
+    original = FIXTURES / "basic" / "store"
+    target = tmp_path / "copy"
+    code, _, err = run_cli(["load", target, "--like", original.parent if like == "fixture" else original],
+                           dump_text("basic", "store").encode())
+    assert (code, err) == (0, ""), err
+    ours, theirs = _sizes(target), _sizes(original)
+    cq = {k: v for k, v in theirs.items() if k.startswith("consumequeue")}
+    assert cq and set(cq.values()) == {6000}
+    assert {k: v for k, v in ours.items() if k.startswith("consumequeue")} == cq
+    assert ours["index/*"] == theirs["index/*"] == [8440] * 4
+    assert ours == theirs
+
+
+def test_index_dimensions_come_from_the_files():
+    from rmqstore.store_dir import index_dimensions, infer_config
+
+    for name in ("basic", "boundary", "txn_delay", "flush_async", "crash"):
+        assert index_dimensions(str(FIXTURES / name / "store")) == (100, 400), name
+        cfg = infer_config(str(FIXTURES / name / "store"))
+        assert (cfg.mapped_file_size_consume_queue, cfg.max_hash_slot_num, cfg.max_index_num) == (6000, 100, 400)
+
+
+def _write_index_store(root: Path, slots: int, entries: int, keys: int):
+    """A store whose index files were written with (slots, entries): ``keys`` messages with a key
+    each, or (``keys == 0``) three messages with none."""
+    from rmqstore import Message, MessageStore, StoreConfig
+
+    cfg = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=600,
+                      max_hash_slot_num=slots, max_index_num=entries)
+    with MessageStore(root, cfg) as store:
+        for i in range(keys or 3):
+            props = f"KEYS\x01key-{i}\x02" if keys else ""
+            assert store.put_message(Message("T", b"x", properties=props)).ok
+        assert store.wait_dispatched()
+    assert len(os.listdir(root / "index")) >= 1
+    return cfg
+
+
+@pytest.mark.parametrize("slots, entries, keys", [
+    (100, 400, 30),     # RocketMQ's ratio, partly full
+    (7, 1000, 50),      # another ratio, and a size that 40 + 84*n does not fit
+    (500, 40, 100),     # more slots than entries; several files, the full ones decide
+    (60, 300, 299),     # one entry short of full
+])
+def test_index_dimensions_other_ratios(tmp_path, slots, entries, keys):
+    from rmqstore.store_dir import index_dimensions
+
+    _write_index_store(tmp_path / "s", slots, entries, keys)
+    assert index_dimensions(str(tmp_path / "s")) == (slots, entries)
+
+
+def test_index_dimensions_of_keyless_files_are_ambiguous(tmp_path):
+    from rmqstore.errors import StoreError
+    from rmqstore.store_dir import index_dimensions
+
+    _write_index_store(tmp_path / "s", 7, 1000, 0)
+    with pytest.raises(StoreError, match="no index file holds a key.*max_hash_slot_num"):
+        index_dimensions(str(tmp_path / "s"), strict=True)
+    assert index_dimensions(str(tmp_path / "s"), slots=7) == (7, 1000)
+    assert index_dimensions(str(tmp_path / "s"), entries=1000) == (7, 1000)
+    with pytest.raises(StoreError, match="20068"):
+        index_dimensions(str(tmp_path / "s"), slots=8, entries=1000)
+
+
+def test_load_like_takes_explicit_index_sizes(tmp_path):
+    src = tmp_path / "src"
+    _write_index_store(src, 7, 1000, 0)
+    text = run_cli(["dump", src])[1]
+    code, _, err = run_cli(["load", tmp_path / "a", "--like", src], text.encode())
+    assert code == 2 and "--max-hash-slot-num" in err and "--max-index-num" in err
+    code, _, err = run_cli(["load", tmp_path / "b", "--like", src, "--max-hash-slot-num", "7",
+                            "--max-index-num", "1000"], text.encode())
+    assert (code, err) == (0, ""), err
+    assert _sizes(tmp_path / "b") == _sizes(src)
+    code, _, err = run_cli(["load", tmp_path / "c", "--like", src, "--max-hash-slot-num", "8",
+                            "--max-index-num", "1000"], text.encode())
+    assert code == 2 and "index" in err
+
+
+def test_load_with_explicit_sizes_and_no_original(tmp_path):
+    target = tmp_path / "t"
+    code, _, err = run_cli(["load", target, "--commitlog-file-size", "65536", "--consume-queue-file-size", "6000",
+                            "--max-hash-slot-num", "100", "--max-index-num", "400"],
+                           dump_text("basic", "store").encode())
+    assert (code, err) == (0, ""), err
+    assert _sizes(target) == _sizes(FIXTURES / "basic" / "store")
+
+
 # -- (c) bad input ----------------------------------------------------------------------------
 
 def _bad_load(tmp_path, lines):

@@ -132,6 +132,34 @@ BAD_MESSAGES = {
                                          ILLEGAL, ["reconsume_times"]),
     "born host not an address": (lambda: Message(topic="Good", born_host="nowhere", body=b"x"), ILLEGAL,
                                  ["nowhere"]),
+    # only replay (MessageStore.replay_message, rmqstore load) sets what the store decides
+    "queue offset 10**7": (lambda: Message(topic="Good", body=b"x", queue_offset=10**7), ILLEGAL,
+                           ["queue_offset", "replay"]),
+    "queue offset -3": (lambda: Message(topic="Good", body=b"x", queue_offset=-3), ILLEGAL, ["queue_offset"]),
+    "queue offset 2**63": (lambda: Message(topic="Good", body=b"x", queue_offset=2**63), ILLEGAL,
+                           ["queue_offset"]),
+    "store timestamp 'x'": (lambda: Message(topic="Good", body=b"x", store_timestamp="x"), ILLEGAL,
+                            ["store_timestamp"]),
+    "store timestamp 5": (lambda: Message(topic="Good", body=b"x", store_timestamp=5), ILLEGAL,
+                          ["store_timestamp", "replay"]),
+    "body CRC given": (lambda: Message(topic="Good", body=b"x", body_crc=5), ILLEGAL, ["body_crc", "replay"]),
+    # every field against its width in the record
+    "born timestamp 2**63": (lambda: Message(topic="Good", body=b"x", born_timestamp=2**63), ILLEGAL,
+                             ["born_timestamp", str(2**63)]),
+    "born timestamp 'x'": (lambda: Message(topic="Good", body=b"x", born_timestamp="x"), ILLEGAL,
+                           ["born_timestamp", "str"]),
+    "flag -2**31-1": (lambda: Message(topic="Good", body=b"x", flag=-2**31 - 1), ILLEGAL, ["flag"]),
+    "sys flag 2**31": (lambda: Message(topic="Good", body=b"x", sys_flag=2**31), ILLEGAL, ["sys_flag"]),
+    "prepared offset 2**63": (lambda: Message(topic="Good", body=b"x", prepared_transaction_offset=2**63),
+                              ILLEGAL, ["prepared_transaction_offset"]),
+    "lone surrogate in properties": (lambda: Message(topic="Good", body=b"x", properties="k\x01\ud800"),
+                                     ILLEGAL, ["properties", "UTF-8"]),
+    "born host port -1": (lambda: Message(topic="Good", body=b"x", born_host="192.0.2.1:-1"), ILLEGAL,
+                          ["port", "-1"]),
+    "store host port 70000": (lambda: Message(topic="Good", body=b"x", store_host="192.0.2.1:70000"), ILLEGAL,
+                              ["port", "70000"]),
+    "born host port 65536 as a tuple": (lambda: Message(topic="Good", body=b"x", born_host=("::1", 65536)),
+                                        ILLEGAL, ["port", "65536"]),
 }
 
 
@@ -186,8 +214,136 @@ def test_limits_themselves_are_accepted(store):
     assert recs[5].body == b"ba" and recs[6].body == b"" and recs[6].body_crc == 0
 
 
+def test_ports_at_the_limits_are_accepted(store):
+    for host in ("192.0.2.1:0", "192.0.2.1:65535", "[2001:db8::1]:65535"):
+        assert store.put_message(Message(topic="Good", body=b"x", born_host=host, store_host=host)).ok, host
+    assert [str(r.born_host) for r in messages_on_disk(store.root)] == [
+        "192.0.2.1:0", "192.0.2.1:65535", "[2001:db8::1]:65535"]
+
+
+def test_store_root_that_is_a_file_is_a_store_error(tmp_path):
+    from rmqstore.errors import StoreError
+
+    path = tmp_path / "plain"
+    path.write_bytes(b"not a store")
+    with pytest.raises(StoreError, match="plain.*not a directory"):
+        MessageStore(path, StoreConfig(mapped_file_size_commit_log=FILE_SIZE)).start()
+    assert path.read_bytes() == b"not a store"
+
+
+@pytest.mark.parametrize("flush", [FlushDiskType.SYNC_FLUSH, FlushDiskType.ASYNC_FLUSH])
+def test_async_put_after_shutdown_is_service_not_available(make_store, flush):
+    store = make_store(flush_disk_type=flush)
+    assert store.async_put_message(good(0)).result(10).ok
+    store.shutdown()
+    for future in (store.async_put_message(good(1)),
+                   store.async_put_messages(MessageBatch(topic="Good", items=[b"a"]))):
+        r = future.result(10)
+        assert r.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and "shut down" in r.message
+    assert len(messages_on_disk(store.root)) == 1
+
+
+def test_async_puts_racing_a_shutdown_all_get_an_answer(make_store):
+    import threading
+
+    store = make_store(flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    futures, errors = [], []
+    started = threading.Event()
+
+    def producer():
+        i = 0
+        while True:
+            try:
+                futures.append(store.async_put_message(good(i)))
+            except Exception as exc:  # noqa: BLE001 - what the test is about
+                errors.append(exc)
+                return
+            i += 1
+            started.set()
+            if store.shutdown_flag and i > 50:
+                return
+
+    t = threading.Thread(target=producer)
+    t.start()
+    started.wait(10)
+    store.shutdown()
+    t.join(30)
+    assert not errors, errors
+    statuses = {f.result(30).status for f in futures}
+    assert statuses <= {PutMessageStatus.PUT_OK, PutMessageStatus.SERVICE_NOT_AVAILABLE}
+    assert PutMessageStatus.SERVICE_NOT_AVAILABLE in statuses
+
+
+# -- replay: only MessageStore.replay_message keeps recorded offsets and timestamps --------------------
+
+def replayed(i: int, queue_offset, store_timestamp=1_700_000_000_500, **kw) -> Message:
+    m = good(i)
+    m.queue_offset = queue_offset
+    m.store_timestamp = store_timestamp
+    for k, v in kw.items():
+        setattr(m, k, v)
+    return m
+
+
+def test_replay_keeps_the_recorded_values(store):
+    for i in range(3):
+        r = store.replay_message(replayed(i, i, 1_700_000_000_000 - i))  # a clock stepping back is allowed
+        assert r.ok, r
+    r = store.replay_message(replayed(3, None))  # no queue offset: the store numbers it
+    assert r.ok and r.append_result.logics_offset == 3
+    prepared = replayed(4, 0, sys_flag=TRANSACTION_PREPARED_TYPE)
+    assert store.replay_message(prepared).ok
+    recs = messages_on_disk(store.root)
+    assert [r.queue_offset for r in recs] == [0, 1, 2, 3, 0]
+    assert [r.store_timestamp for r in recs[:3]] == [1_700_000_000_000 - i for i in range(3)]
+    assert store.put_message(good(5)).append_result.logics_offset == 4
+
+
+@pytest.mark.parametrize("queue_offset, sys_flag, words", [
+    (1, 0, ["queue_offset 1", "next", "0"]),           # a gap
+    (10**7, 0, ["queue_offset 10000000", "0"]),
+    (-3, 0, ["queue_offset", "-3"]),
+    (2**63, 0, ["queue_offset"]),
+    ("1", 0, ["queue_offset", "str"]),
+    (5, TRANSACTION_PREPARED_TYPE, ["queue_offset 5", "0"]),  # prepared records are stored with 0
+])
+def test_replay_with_an_inconsistent_queue_offset_is_refused(store, queue_offset, sys_flag, words):
+    r = store.replay_message(replayed(0, queue_offset, sys_flag=sys_flag))
+    assert r.status is ILLEGAL, r
+    for w in words:
+        assert w in r.message, r.message
+    assert store.commit_log.mapped_file_queue.mapped_files == [] or store.get_max_phy_offset() == 0
+    assert store.replay_message(replayed(1, 0)).ok
+    assert [r.queue_offset for r in messages_on_disk(store.root)] == [0]
+
+
+@pytest.mark.parametrize("store_timestamp, words", [
+    (None, ["store_timestamp", "replay"]), (-1, ["store_timestamp", "-1"]), (2**63, ["store_timestamp"]),
+    ("x", ["store_timestamp", "str"]), (1.5, ["store_timestamp", "float"]),
+])
+def test_replay_with_a_bad_store_timestamp_is_refused(store, store_timestamp, words):
+    r = store.replay_message(replayed(0, 0, store_timestamp))
+    assert r.status is ILLEGAL, r
+    for w in words:
+        assert w in r.message, r.message
+    assert store.replay_message(replayed(1, 0)).ok
+
+
+def test_replay_with_a_recorded_body_crc_keeps_it(store):
+    bad_crc = replayed(0, 0, body_crc=12345)
+    assert store.replay_message(bad_crc).ok
+    assert store.replay_message(replayed(1, 1, body_crc=-5)).ok  # any 32-bit value a record may hold
+    r = store.replay_message(replayed(2, 2, body_crc=2**31))
+    assert r.status is ILLEGAL and "body_crc" in r.message
+    data = open(os.path.join(store.root, "commitlog", f"{0:020d}"), "rb").read()
+    first = decode_record(data, 0)
+    assert first.body_crc == 12345
+    assert decode_record(data, first.total_size).body_crc == -5
+
+
 def test_topic_differences_are_documented():
     assert "topic_chars" in DIFFERENCES and "utf8_topic" in DIFFERENCES and "oversize" in DIFFERENCES
+    assert "replay" in DIFFERENCES["decided_fields"]
 
 
 def test_record_larger_than_a_file_writes_nothing(make_store):
@@ -323,6 +479,12 @@ def test_batch_with_delay_is_refused(store):
     (lambda: MessageBatch(topic="Good", items=[BatchItem("text")]), ["body", "str"]),
     (lambda: MessageBatch(topic="Good", items=[b"x" * 5000, b"y" * 5000]), ["8000"]),  # total over max
     (lambda: Message(topic="Good", body=b"x"), ["MessageBatch"]),
+    (lambda: MessageBatch(topic="Good", items=[BatchItem(b"a", "k\x01\udc00")]), ["properties", "UTF-8"]),
+    (lambda: MessageBatch(topic="Good", items=[b"a"], properties="k\x01\ud800"), ["properties", "UTF-8"]),
+    (lambda: MessageBatch(topic="Good", items=[b"a"], born_host="192.0.2.1:70000"), ["port", "70000"]),
+    (lambda: MessageBatch(topic="Good", items=[b"a"], born_timestamp=2**63), ["born_timestamp"]),
+    (lambda: MessageBatch(topic="Good", items=[BatchItem(b"a", "", 2**31)]), ["flag"]),
+    (lambda: MessageBatch(topic="Good", items=[b"a"], reconsume_times="1"), ["reconsume_times", "str"]),
 ])
 def test_bad_batches_are_refused(store, batch, words):
     assert store.put_message(good(0)).ok
@@ -435,13 +597,13 @@ def test_delay_levels(store):
     plain = [Message(topic="Late", body=b"p0", properties="DELAY\x010"),
              Message(topic="Late", body=b"p1", properties="DELAY\x01soon"),
              Message(topic="Late", body=b"p2", properties="DELAY\x012", sys_flag=TRANSACTION_PREPARED_TYPE),
-             Message(topic="Late", body=b"p3", properties="DELAY\x012", store_timestamp=99, queue_offset=7)]
+             Message(topic="Late", body=b"p3", properties="DELAY\x012", store_timestamp=99, queue_offset=2)]
     for m in plain:
-        assert store.put_message(m).ok
+        assert (store.replay_message if m.store_timestamp is not None else store.put_message)(m).ok
     recs = messages_on_disk(store.root)[len(cases):]
     assert [(rec.topic, rec.properties) for rec in recs] == [("Late", m.properties) for m in plain]
-    assert recs[3].store_timestamp == 99 and recs[3].queue_offset == 7
-    assert store.put_message(Message(topic="Late", body=b"after")).append_result.logics_offset == 8
+    assert recs[3].store_timestamp == 99 and recs[3].queue_offset == 2
+    assert store.put_message(Message(topic="Late", body=b"after")).append_result.logics_offset == 3
 
 
 @pytest.mark.parametrize("flush", [FlushDiskType.SYNC_FLUSH, FlushDiskType.ASYNC_FLUSH])

@@ -101,6 +101,8 @@ class Replay:
 
     def _put(self, msg: Message, store_timestamp: int):
         self.clock.value = store_timestamp
+        if msg.store_timestamp is not None:  # a record the store wrote by itself: replayed as recorded
+            return self.store.replay_message(msg)
         return self.store.put_message(msg)
 
     def run(self) -> None:

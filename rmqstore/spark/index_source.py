@@ -8,9 +8,9 @@ store's lookups walk, including its guard against a damaged counter that would r
 past the file.
 
 The file size alone does not say how many slots and entries an index file has (``40 +
-4*slots + 20*entries``); like :func:`rmqstore.store_dir.index_dimensions` we assume
-RocketMQ's ratio ``entries = 4 * slots`` unless options ``hashSlotNum`` and ``indexNum``
-say otherwise.
+4*slots + 20*entries``); :func:`rmqstore.store_dir.index_dimensions` reads them off the
+files' contents (falling back to RocketMQ's ratio ``entries = 4 * slots`` when no file
+holds a key) unless options ``hashSlotNum`` and ``indexNum`` say otherwise.
 
 Columns: ``store, file, entry`` (the entry's number), the fields of
 :data:`~rmqstore.layout.INDEX_ENTRY` (``key_hash, phy_offset, time_diff, prev_index``),
