@@ -73,7 +73,7 @@ __all__ = [
     "TagFilter", "DIFFERENCES",
     "get_message", "look_message_by_offset", "view_message_by_id", "query_message",
     "get_max_offset_in_queue", "get_min_offset_in_queue", "get_commit_log_offset_in_queue",
-    "get_offset_in_queue_by_time", "pickup_store_timestamp", "message_keys",
+    "get_offset_in_queue_by_time", "pickup_store_timestamp", "message_keys", "check_open",
 ]
 
 log = logging.getLogger(__name__)
@@ -327,7 +327,15 @@ def _index_units(cq, queue_offset: int, max_units: int) -> list[ConsumeQueueUnit
         mf.release()
 
 
+def check_open(store) -> None:
+    """Reads of a closed (or shut down) store raise: its files are unmapped, so 'nothing found'
+    would be a wrong answer."""
+    if getattr(store, "closed", False):
+        raise StoreStateError(f"{store.root}: the store is closed; open it again to read")
+
+
 def _check_readable(store) -> None:
+    check_open(store)
     if not getattr(store, "read_only", False) and getattr(store, "shutdown_flag", False):
         raise StoreStateError("message store is shut down (or not started), so getMessage is forbidden")
 
@@ -473,18 +481,21 @@ def _pull_units(store, result, units, max_count, limits, max_offset_py, message_
 
 def get_max_offset_in_queue(store, topic: str, queue_id: int) -> int:
     """The queue offset the next message will get (0 for an unknown queue)."""
+    check_open(store)
     cq = _queue(store, topic, queue_id)
     return cq.get_max_offset_in_queue() if cq is not None else 0
 
 
 def get_min_offset_in_queue(store, topic: str, queue_id: int) -> int:
     """The first queue offset still readable (0 for an unknown queue, as RocketMQ's new queue says)."""
+    check_open(store)
     cq = _queue(store, topic, queue_id)
     return cq.get_min_offset_in_queue() if cq is not None else 0
 
 
 def get_commit_log_offset_in_queue(store, topic: str, queue_id: int, queue_offset: int) -> int:
     """The commitlog offset unit ``queue_offset`` points at (0 when there is no such unit)."""
+    check_open(store)
     cq = _queue(store, topic, queue_id)
     if cq is None:
         return 0
@@ -549,6 +560,7 @@ def get_offset_in_queue_by_time(store, topic: str, queue_id: int, timestamp: int
     rebuilt; ``file_by_mtime=False`` picks the first file whose last message was stored at
     or after ``timestamp`` instead.  Returns 0 when nothing can be read.
     """
+    check_open(store)
     cq = _queue(store, topic, queue_id)
     if cq is None:
         return 0
@@ -613,6 +625,7 @@ def look_message_by_offset(store, phy_offset: int, size: int | None = None, *,
     readable is there, or what is there is a blank or not a record (RocketMQ's decoder
     returns null for those as well).
     """
+    check_open(store)
     if size is None:
         size = _read_int_at(store, phy_offset)
         if size is None or size <= 0:
@@ -631,6 +644,7 @@ def view_message_by_id(store, msg_id: str, *, check_host: bool = True) -> Messag
     names -- an id of another broker that happens to point at a record here is not ours.
     A malformed id raises :class:`~rmqstore.errors.LayoutError`.
     """
+    check_open(store)
     host, offset = decode_message_id(msg_id)
     record = look_message_by_offset(store, offset)
     if record is None:
@@ -665,6 +679,7 @@ def query_message(store, topic: str, key: str, max_count: int, begin: int, end: 
     be read, the search is repeated (three tries at most) with ``end`` moved to the
     store time of the first offset found.
     """
+    check_open(store)
     result = QueryMessageResult()
     max_num = min(max_count, getattr(store.config, "max_msgs_num_batch", max_count))
     last_query_msg_time = end

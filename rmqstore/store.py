@@ -232,6 +232,7 @@ class MessageStore:
         self.commit_service = None
         self.writeable = True
         self.shutdown_flag = True
+        self.closed = False  # set by close()/shutdown(): reads then raise instead of finding nothing
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
@@ -374,6 +375,7 @@ class MessageStore:
             self.checkpoint.shutdown()
         self.checkpoint = None
         self.commit_log.shutdown()
+        self.closed = True
         self._release_lock()
 
     def shutdown(self) -> None:
@@ -412,6 +414,7 @@ class MessageStore:
             self.transient_store_pool.destroy()
         if self.writeable and os.path.exists(self.abort_file):
             os.remove(self.abort_file)
+        self.closed = True
         self._release_lock()
 
     def __enter__(self):

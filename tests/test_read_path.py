@@ -476,3 +476,43 @@ def test_reads_while_writing_never_see_half_records(tmp_path, tsp):
     finally:
         done.set()
         s.shutdown()
+
+
+def test_a_closed_store_says_so():
+    """Reads of a closed store raise StoreStateError naming it; they used to answer 'nothing found'
+    (notebook 06's inspector showed '0 record(s) via the index' after its store was closed)."""
+    from conftest import FIXTURES
+    from rmqstore.errors import StoreStateError
+
+    store = open_store(FIXTURES / "basic" / "store")
+    assert store.query_message("TopicTest", "KEY0", 32, 0, 2**63 - 1) is not None
+    store.close()
+    reads = {
+        "query_message": lambda: store.query_message("TopicTest", "KEY0", 32, 0, 2**63 - 1),
+        "look_message_by_offset": lambda: store.look_message_by_offset(0),
+        "view_message_by_id": lambda: store.view_message_by_id("0" * 32),
+        "get_message": lambda: store.get_message("g", "TopicTest", 0, 0, 32),
+        "get_max_offset_in_queue": lambda: store.get_max_offset_in_queue("TopicTest", 0),
+        "get_min_offset_in_queue": lambda: store.get_min_offset_in_queue("TopicTest", 0),
+        "get_offset_in_queue_by_time": lambda: store.get_offset_in_queue_by_time("TopicTest", 0, 0),
+    }
+    for name, read in reads.items():
+        with pytest.raises(StoreStateError, match="closed"):
+            read()
+    store.close()  # closing twice is harmless
+
+
+def test_a_shut_down_store_says_so(tmp_path):
+    from rmqstore import Message, MessageStore, StoreConfig
+    from rmqstore.errors import StoreStateError
+
+    store = MessageStore(tmp_path / "s", StoreConfig(mapped_file_size_commit_log=64 * 1024))
+    store.start()
+    result = store.put_message(Message("T", b"x", properties="KEYS\x01k"))
+    store.wait_dispatched()
+    assert store.look_message_by_offset(result.append_result.wrote_offset) is not None
+    store.shutdown()
+    with pytest.raises(StoreStateError, match="closed"):
+        store.look_message_by_offset(result.append_result.wrote_offset)
+    with pytest.raises(StoreStateError, match="closed"):
+        store.query_message("T", "k", 32, 0, 2**63 - 1)

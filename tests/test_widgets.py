@@ -556,3 +556,24 @@ def test_offsets_beyond_2_53_stay_exact():
     assert rows["queue_offset"]["raw"] == str(2**60 + 1)
     assert rows["prepared_transaction_offset"]["raw"] == str(2**61 + 7)
     json.dumps(rec.rows)  # all strings: nothing for JSON.parse to round
+
+
+def test_inspector_of_a_closed_store_says_so():
+    """After its store is closed, the inspector's reads raise (the browser shows the message)
+    instead of answering '0 record(s) via the index' or an empty page."""
+    from rmqstore import open_store
+    from rmqstore.errors import StoreStateError
+    from rmqstore.widgets import StoreInspector
+
+    store = open_store(SAMPLE)
+    view = StoreInspector.from_store(store)
+    assert "13 record(s) via the index" in view.lookup("OrderTopic#order-3")["message"]
+    store.close()
+    for read in (lambda: view.lookup("OrderTopic#order-3"), lambda: view.records(0), lambda: view.record(0),
+                 lambda: view.lookup("0"), lambda: view.records_before(None)):
+        with pytest.raises(StoreStateError, match="closed"):
+            read()
+    replies = []
+    view.send = lambda content, buffers=None: replies.append(content)
+    view._on_msg(view, {"kind": "lookup", "query": "OrderTopic#order-3", "id": 1}, [])
+    assert "closed" in replies[-1]["error"], replies

@@ -36,6 +36,7 @@ import traitlets as t
 from rmqstore.errors import CorruptRecordError, LayoutError
 from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
 from rmqstore.properties import KEYS, TAGS, UNIQ_KEY, string_to_properties
+from rmqstore.reading import check_open
 from rmqstore.record import MessageRecord, create_message_id, decode_message_id
 from rmqstore import record as _record
 
@@ -452,16 +453,22 @@ class StoreInspector(anywidget.AnyWidget):
             self.summary = summary
 
     # -- Python API (what the browser asks for) ---------------------------------------------
+    # every read first checks the store is still open: a closed store's files are unmapped,
+    # and an empty page or "0 record(s)" would be a wrong answer (the browser shows the error)
     def records(self, start: int | None = None, count: int | None = None) -> dict:
+        check_open(self.store)
         return self.browser.page(start, count or self.page_size)
 
     def records_before(self, end: int | None = None, count: int | None = None) -> dict:
+        check_open(self.store)
         return self.browser.page_before(end, count or self.page_size)
 
     def lookup(self, query: str) -> dict:
+        check_open(self.store)
         return self.browser.lookup(query)
 
     def record(self, offset: int) -> dict:
+        check_open(self.store)
         return store_record_details(self.store, int(offset))
 
     def close(self) -> None:
@@ -487,6 +494,7 @@ class StoreInspector(anywidget.AnyWidget):
         self.send(reply, out_buffers)
 
     def _answer(self, c: dict) -> tuple[dict, list]:
+        check_open(self.store)
         kind = c["kind"]
         count = max(1, min(int(c.get("count") or self.page_size), 1000))
         if kind == "page":
