@@ -91,6 +91,8 @@ class AllocateMappedFileService:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.created = 0
+        #: why the last ``put_request_and_return_mapped_file`` answered None (for the put's message)
+        self.last_failure = ""
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="AllocateMappedFileService", daemon=True)
@@ -116,8 +118,10 @@ class AllocateMappedFileService:
         return 2
 
     def _submit(self, path: str, size: int) -> bool:
-        if path in self._table:
-            return True
+        req = self._table.get(path)
+        if req is not None and req.error is None:
+            return True  # being prepared, or ready
+        # (a request that failed -- a full disk -- is tried again, so puts resume once space returns)
         req = AllocateRequest(path, size)
         self._table[path] = req
         heapq.heappush(self._queue, (req.sort_key(), next(self._seq), req))
@@ -133,6 +137,7 @@ class AllocateMappedFileService:
             can_submit = self._can_submit()
             if can_submit <= 0 and next_path not in self._table:
                 log.warning("[NOTIFYME]TransientStorePool is not enough, so create mapped file error")
+                self.last_failure = "the transient store pool has no free buffer"
                 return None
             self._submit(next_path, file_size)
             if can_submit - 1 > 0:
@@ -140,10 +145,13 @@ class AllocateMappedFileService:
             req = self._table[next_path]
         if not req.done.wait(self.wait_timeout):
             log.warning("create mmap timeout %s %d", req.file_path, req.file_size)
+            self.last_failure = f"timed out after {self.wait_timeout:g} s waiting for {req.file_path}"
             return None
         with self._cv:
-            self._table.pop(next_path, None)
+            if self._table.get(next_path) is req:
+                self._table.pop(next_path)
         if req.error is not None:
+            self.last_failure = str(req.error)
             return None
         return req.mapped_file
 
@@ -172,7 +180,7 @@ class AllocateMappedFileService:
             req.mapped_file = mf
             self.created += 1
         except BaseException as exc:  # reported to the waiting put as a failed allocation
-            log.exception("allocate %s failed", req.file_path)
+            log.error("allocate %s failed: %s", req.file_path, exc)
             req.error = exc
         finally:
             req.done.set()

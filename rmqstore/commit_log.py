@@ -280,6 +280,12 @@ def _field_problem(msg, exc) -> str:
     return f"a record field is out of range: {exc}"
 
 
+def _create_failed(what: str, queue) -> str:
+    """The message of CREATE_MAPEDFILE_FAILED: what could not be created, and why (the disk)."""
+    why = queue.create_error
+    return f"could not create {what}: {why}" if why else f"could not create {what}"
+
+
 def _zero_fill(buf, start: int, end: int) -> None:
     if end > start:
         buf[start:end] = bytes(end - start)
@@ -369,6 +375,8 @@ class CommitLog:
         self._delay_levels = config.delay_level_table()
         self.max_delay_level = max(self._delay_levels) if self._delay_levels else 0
         self.tracer = None
+        #: called with a reason when a flush or commit service fails (the store stops taking puts)
+        self.on_io_error = None
 
     # -- lifecycle -----------------------------------------------------------------
     def load(self) -> bool:
@@ -469,7 +477,7 @@ class CommitLog:
                 tr.event("mapped_file.found", positions=file_positions(mf))
             if mf is None:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
-                                        message="could not create a commitlog file")
+                                        message=_create_failed("a commitlog file", queue))
             before = file_positions(mf) if tr is not None else None
             result = mf.append_message(enc, callback)
             if result.status is AppendMessageStatus.END_OF_FILE:
@@ -483,7 +491,7 @@ class CommitLog:
                     self._trace_new_file(tr, mf)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
-                                            "could not create the next commitlog file")
+                                            _create_failed("the next commitlog file", queue))
                 before = file_positions(mf) if tr is not None else None
                 result = mf.append_message(enc, callback)
             if tr is not None:

@@ -32,6 +32,7 @@ import time
 
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER
+from .mapped_file import disk_problem, reserve_space
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 
@@ -184,6 +185,32 @@ class IndexFile:
                 "indexCount": self.index_count}
 
 
+def _open_reserved(path: str, size: int) -> int:
+    """Open (or create) an index file for writing with all its blocks reserved.
+
+    The dispatch thread writes index entries through a mapping; a hole there would be a
+    SIGBUS on a full disk, so a file that does not fit is a StoreError naming the disk
+    (and a file this call created is removed again).
+    """
+    created = not os.path.exists(path)
+    fd = -1
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        st = os.fstat(fd)
+        if st.st_size < size:
+            os.ftruncate(fd, size)
+        if st.st_blocks * 512 < size:
+            reserve_space(fd, path, size)
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+            if created:
+                os.remove(path)
+        raise StoreError(f"cannot {'create' if created else 'reserve the space of'} index file {path}: "
+                         f"{disk_problem(path, exc)}") from exc
+    return fd
+
+
 class _IndexMappedFile:
     """Index files are named by time, not offset, so they get a plain mapping."""
 
@@ -195,9 +222,7 @@ class _IndexMappedFile:
             self.fd = os.open(path, os.O_RDONLY)
             self.mapped = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         else:
-            self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            if os.fstat(self.fd).st_size < size:
-                os.ftruncate(self.fd, size)
+            self.fd = _open_reserved(path, size)
             self.mapped = mmap.mmap(self.fd, size)
 
     def close(self) -> None:
