@@ -31,7 +31,7 @@ import threading
 import time
 
 from .errors import StoreError
-from .layout import INDEX_ENTRY, INDEX_HEADER
+from .layout import INDEX_ENTRY, INDEX_HEADER, OS_PAGE_SIZE
 from .mapped_file import disk_problem, reserve_space
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
@@ -106,6 +106,10 @@ class IndexFile:
             return False
         key_hash = index_key_hash(key)
         slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
+        entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
+        mf = self.mapped_file
+        mf.reserve(slot_pos, 4)  # before the first touch of a page (even a read faults it in)
+        mf.reserve(entry_pos, INDEX_ENTRY.size, mf.RESERVE_AHEAD)
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
@@ -115,7 +119,6 @@ class IndexFile:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
                 else -((self.begin_timestamp - store_timestamp) // 1000)
             time_diff = min(max(time_diff, 0), _INT_MAX)
-        entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
         _ENTRY.pack_into(self.buf, entry_pos, key_hash, phy_offset, time_diff, slot_value)
         _I32.pack_into(self.buf, slot_pos, self.index_count)
         if self.index_count <= 1:
@@ -186,37 +189,45 @@ class IndexFile:
 
 
 def _open_reserved(path: str, size: int) -> int:
-    """Open (or create) an index file for writing with all its blocks reserved.
+    """Open (or create) an index file for writing, its header page reserved (see :class:`_IndexMappedFile`).
 
-    The dispatch thread writes index entries through a mapping; a hole there would be a
-    SIGBUS on a full disk, so a file that does not fit is a StoreError naming the disk
-    (and a file this call created is removed again).
+    A file that does not fit is a StoreError naming the disk (and a file this call
+    created is removed again).
     """
     created = not os.path.exists(path)
     fd = -1
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        st = os.fstat(fd)
-        if st.st_size < size:
+        if os.fstat(fd).st_size < size:
             os.ftruncate(fd, size)
-        if st.st_blocks * 512 < size:
-            reserve_space(fd, path, size)
+        reserve_space(fd, path, min(size, OS_PAGE_SIZE))
     except OSError as exc:
         if fd >= 0:
             os.close(fd)
             if created:
                 os.remove(path)
-        raise StoreError(f"cannot {'create' if created else 'reserve the space of'} index file {path}: "
+        raise StoreError(f"cannot {'create' if created else 'open'} index file {path}: "
                          f"{disk_problem(path, exc)}") from exc
     return fd
 
 
 class _IndexMappedFile:
-    """Index files are named by time, not offset, so they get a plain mapping."""
+    """Index files are named by time, not offset, so they get a plain mapping.
+
+    A writable one reserves its blocks page by page *before* a page is first touched
+    (:meth:`reserve`): a write into a hole of a mapping is a SIGBUS on a full disk, and
+    reserving a default-sized file (420 MB) whole at creation would take that much disk
+    for an index that may hold a few keys.  The entries fill the file in order, so their
+    pages are reserved a few at a time ahead; the hash slots one page at a time.
+    """
+
+    RESERVE_AHEAD = 16  # entry pages reserved past the one a put needs
 
     def __init__(self, path: str, size: int, read_only: bool):
         import mmap
 
+        self.path = path
+        self.size = size
         self.read_only = read_only
         if read_only:
             self.fd = os.open(path, os.O_RDONLY)
@@ -224,6 +235,22 @@ class _IndexMappedFile:
         else:
             self.fd = _open_reserved(path, size)
             self.mapped = mmap.mmap(self.fd, size)
+            self.reserved = bytearray(-(-size // OS_PAGE_SIZE))  # 1 = page reserved
+            self.reserved[0] = 1
+
+    def reserve(self, pos: int, length: int, ahead: int = 0) -> None:
+        """Make sure the pages of ``[pos, pos+length)`` have blocks (StoreError naming the disk if not)."""
+        marks = self.reserved
+        first, last = pos // OS_PAGE_SIZE, (pos + length - 1) // OS_PAGE_SIZE
+        if marks[first] and marks[last]:
+            return
+        stop = min(len(marks), last + 1 + ahead)
+        start = first * OS_PAGE_SIZE
+        try:
+            reserve_space(self.fd, self.path, min(stop * OS_PAGE_SIZE, self.size) - start, start)
+        except OSError as exc:
+            raise StoreError(f"cannot write index file {self.path}: {disk_problem(self.path, exc)}") from exc
+        marks[first:stop] = b"\x01" * (stop - first)
 
     def close(self) -> None:
         if self.mapped is not None:

@@ -100,15 +100,15 @@ def _mount_point(path: str) -> str:
     return path
 
 
-def reserve_space(fd: int, path: str, size: int) -> None:
-    """Reserve the blocks of ``[0, size)`` (``posix_fallocate``): a file's holes are a SIGBUS waiting
-    for a full disk, for a writer's and (on tmpfs) for a reader's mapping alike.
+def reserve_space(fd: int, path: str, size: int, offset: int = 0) -> None:
+    """Reserve the blocks of ``[offset, offset + size)`` (``posix_fallocate``): a file's holes are a
+    SIGBUS waiting for a full disk, for a writer's and (on tmpfs) for a reader's mapping alike.
 
-    Raises OSError (ENOSPC, EDQUOT...) when the disk cannot hold the file; filesystems that cannot
+    Raises OSError (ENOSPC, EDQUOT...) when the disk cannot hold them; filesystems that cannot
     reserve (EOPNOTSUPP, EINVAL) leave the file sparse as before.
     """
     try:
-        os.posix_fallocate(fd, 0, size)
+        os.posix_fallocate(fd, offset, size)
     except OSError as exc:
         if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             log.warning("%s: the file system cannot reserve space (%s); the file stays sparse",

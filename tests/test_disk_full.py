@@ -79,26 +79,31 @@ _COMMON = """
 import json, sys, time
 from rmqstore import Message, MessageStore, StoreConfig, open_store
 
-def config(mode, cq_size):
-    return StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=cq_size,
-                       max_hash_slot_num=1000, max_index_num=4000,
-                       flush_disk_type="SYNC_FLUSH" if mode == "sync" else "ASYNC_FLUSH",
-                       transient_store_pool_enable=mode == "pool", flush_interval_commit_log=20,
-                       commit_interval_commit_log=20)
+def config(mode, sizes):
+    cfg = dict(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20_000,
+               max_hash_slot_num=1000, max_index_num=4000,
+               flush_disk_type="SYNC_FLUSH" if mode == "sync" else "ASYNC_FLUSH",
+               transient_store_pool_enable=mode == "pool", flush_interval_commit_log=20,
+               commit_interval_commit_log=20)
+    cfg.update(json.loads(sizes))
+    return StoreConfig(**cfg)
 
 def body(i):
     return (b"%08d" % i) * 625  # 5000 bytes, different for every message
+
+def key(i):
+    return "k%08x" % (i * 2654435761 % 2**32)  # keys that hash far apart (spread over the slots)
 """
 
 _WRITER = _COMMON + """
-root, mode, cq_size, queues, start, limit = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), \\
+root, mode, sizes, queues, start, limit = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), \\
     int(sys.argv[5]), int(sys.argv[6])
 pause = float(sys.argv[7]) if len(sys.argv) > 7 else 0  # let the dispatch thread keep up
-store = MessageStore(root, config(mode, cq_size))
+store = MessageStore(root, config(mode, sizes))
 store.start()
 acked, answers = [], []
 for i in range(start, start + limit):
-    r = store.put_message(Message("Full", body(i), queue_id=i % queues, properties="KEYS\\x01k%d" % i))
+    r = store.put_message(Message("Full", body(i), queue_id=i % queues, properties="KEYS\\x01" + key(i)))
     if r.ok:
         acked.append(i)
         if answers:
@@ -113,9 +118,9 @@ print(json.dumps({"acked": acked, "answers": answers, "writeable": store.writeab
 """
 
 _READER = _COMMON + """
-root, mode, cq_size, queues = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+root, mode, sizes, queues = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 acked = json.loads(sys.stdin.read())
-store = open_store(root, config=config(mode, cq_size))   # read-only
+store = open_store(root, config=config(mode, sizes))   # read-only
 seen = {}
 for q in range(queues):
     offset = 0
@@ -129,6 +134,15 @@ for q in range(queues):
 store.close()
 bad = [i for i in acked if seen.get(b"%08d" % i) != body(i)]
 print(json.dumps({"missing_or_wrong": bad, "found": len(seen)}))
+"""
+
+_KEYS = _COMMON + """
+root, mode, sizes = sys.argv[1], sys.argv[2], sys.argv[3]
+store = open_store(root, config=config(mode, sizes))
+missing = [i for i in json.loads(sys.stdin.read())
+           if not store.query_message("Full", key(i), 4, 0, 2**62).messages]
+store.close()
+print(json.dumps({"missing": missing}))
 """
 
 
@@ -161,45 +175,55 @@ def test_full_disk_answers_keeps_every_acknowledged_put_and_recovers(small_disk,
     root = mnt / "store"
     filler = mnt / "filler"
     filler.write_bytes(b"f" * (1 << 20))  # room to give back later
-    cq_size, queues = 20_000, 4
-    out = _run(_WRITER, root, mode, cq_size, queues, 0, 10_000)
+    sizes, queues = "{}", 4
+    out = _run(_WRITER, root, mode, sizes, queues, 0, 10_000)
     _assert_full_disk_answers(out, mnt, {"CREATE_MAPEDFILE_FAILED"})
     acked = out["acked"]
     assert len(acked) > 500  # about 6 MiB of commitlog
 
     # readers on the full disk: alive, and everything acknowledged is there
-    read = _run(_READER, root, mode, cq_size, queues, stdin=json.dumps(acked))
+    read = _run(_READER, root, mode, sizes, queues, stdin=json.dumps(acked))
     assert read["missing_or_wrong"] == [] and read["found"] == len(acked)
     report = _verify(root)
     assert report.returncode == 0, report.stdout[-3000:]
 
     # space comes back: the store reopens and takes puts again, the old ones still there
     filler.unlink()
-    again = _run(_WRITER, root, mode, cq_size, queues, 100_000, 50)
+    again = _run(_WRITER, root, mode, sizes, queues, 100_000, 50)
     assert again["answers"] == [] and len(again["acked"]) == 50
-    read = _run(_READER, root, mode, cq_size, queues, stdin=json.dumps(acked + again["acked"]))
+    read = _run(_READER, root, mode, sizes, queues, stdin=json.dumps(acked + again["acked"]))
     assert read["missing_or_wrong"] == []
 
 
-def test_consume_queue_that_does_not_fit_stops_puts_and_dispatch_resumes_after_reopen(small_disk):
+@pytest.mark.parametrize("what, sizes, queues, filler_size", [
+    # every queue's first file takes 0.5 MB: the disk fills with queues
+    ("consume queue", {"mapped_file_size_consume_queue": 512_000}, 40, 2 << 20),
+    # a million hash slots (4 MB): every new key touches a slot page that needs a block
+    ("index file", {"max_hash_slot_num": 1_000_000}, 1, (11 << 19)),
+])
+def test_dispatch_that_meets_the_full_disk_stops_puts_and_resumes_after_reopen(small_disk, what, sizes, queues,
+                                                                               filler_size):
     """The dispatch thread meets the full disk first: the store becomes not writeable, nothing is skipped."""
     mnt = small_disk
     root = mnt / "store"
     filler = mnt / "filler"
-    filler.write_bytes(b"f" * (2 << 20))
-    cq_size, queues = 512_000, 40  # every queue's first file takes 0.5 MB: the disk fills with queues
-    out = _run(_WRITER, root, "async", cq_size, queues, 0, 150, 0.005)
+    filler.write_bytes(b"f" * filler_size)
+    sizes = json.dumps(sizes)
+    out = _run(_WRITER, root, "async", sizes, queues, 0, 180, 0.005)
     _assert_full_disk_answers(out, mnt, {"SERVICE_NOT_AVAILABLE"})
-    assert "consume queue" in out["answers"][0][1] and not out["writeable"]
+    assert what in out["answers"][0][1] and not out["writeable"], out["answers"][0]
     acked = out["acked"]
     assert (root / "abort").exists()  # not writeable: the next start recovers abnormally
 
-    _verify(root)  # alive on the full disk (the missing units are damage it may report)
+    _verify(root)  # alive on the full disk (what dispatch missed is damage it may report)
     filler.unlink()
-    again = _run(_WRITER, root, "async", cq_size, queues, 100_000, 3)
+    again = _run(_WRITER, root, "async", sizes, queues, 100_000, 3)
     assert again["answers"] == [] and len(again["acked"]) == 3
-    read = _run(_READER, root, "async", cq_size, queues, stdin=json.dumps(acked + again["acked"]))
+    read = _run(_READER, root, "async", sizes, queues, stdin=json.dumps(acked + again["acked"]))
     assert read["missing_or_wrong"] == [], read
+    if what == "index file":  # every key found again through the rebuilt index
+        keys = _run(_KEYS, root, "async", sizes, stdin=json.dumps(acked + again["acked"]))
+        assert keys["missing"] == [], keys
 
 
 # -- flush and commit errors (no real disk needed) ------------------------------------------
