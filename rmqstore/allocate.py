@@ -10,6 +10,10 @@ being prepared is shared, so the next rollover usually finds its file ready.
 that is never paged out and reach the file only when the commit service copies them.
 Buffers are reused as they are -- RocketMQ does not clear them, which is why blank
 tails of its files can hold stale bytes; our put path zeroes the tail it declares blank.
+
+A request that failed (a full disk: the file could not be reserved) is not kept as the
+answer for that file: the next put that needs it asks again, so puts resume once space
+returns.  Why it failed is kept in ``last_failure`` for the put's message.
 """
 
 from __future__ import annotations

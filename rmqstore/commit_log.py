@@ -16,8 +16,14 @@ why a file can end in an 8-byte blank, and why no record ever spans two files.
 Where RocketMQ 4.9.8 goes wrong we do not copy it (see :data:`DIFFERENCES`): a record
 that cannot fit in any file is refused instead of being reported PUT_OK and lost, a
 topic whose UTF-8 form exceeds 127 bytes is refused instead of writing an unreadable
-record, and the bytes after a blank header are zeroed instead of leaking stale buffer
-contents.
+record, the bytes after a blank header are zeroed instead of leaking stale buffer
+contents, and a full disk is an answer, not a SIGBUS.
+
+A full disk.  Every file is reserved before the mapping writes to it
+(:func:`rmqstore.mapped_file.reserve_space`), so the put that needs a file the disk has
+no room for answers CREATE_MAPEDFILE_FAILED naming the disk (``MappedFileQueue.create_error``),
+and the next put tries again: once space returns, puts go on.  A flush or commit the disk
+refuses makes the store not writeable through ``on_io_error`` (:mod:`rmqstore.flush`).
 
 Replay.  A :class:`~rmqstore.message.Message` with ``store_timestamp`` set is a stored
 record being written again (``rmqstore load``): it keeps its topic, properties, store
@@ -66,6 +72,14 @@ DIFFERENCES = {
                   "pool RocketMQ commits stale bytes of an earlier file there.",
     "topic_chars": "Topics are checked against RocketMQ's ^[%|a-zA-Z0-9_-]+$ in the store; RocketMQ "
                    "checks them only in the broker and client.",
+    "disk_full": "Commitlog and consume-queue files reserve their blocks when created (posix_fallocate), "
+                 "index files page by page before first use, so a full disk is an answer -- "
+                 "CREATE_MAPEDFILE_FAILED naming the disk, then SERVICE_NOT_AVAILABLE once a flush, commit "
+                 "or dispatch failed -- never a SIGBUS, and no put is acknowledged after such a failure. "
+                 "RocketMQ maps sparse files and dies of SIGBUS on a full disk; with the transient store "
+                 "pool its commit thread dies while puts go on answering PUT_OK, and those messages are "
+                 "lost. A record that dispatch cannot take stops dispatch (to resume at the next start) "
+                 "instead of being skipped.",
 }
 
 _QO_PHY = struct.Struct(">qq")

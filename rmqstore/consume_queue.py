@@ -13,6 +13,10 @@ deleted, or it was rebuilt from a later point) starts with *pre-blank* units
 A unit is valid when ``offset >= 0 and size > 0``; recovery stops at the first other.
 ``max_physic_offset`` -- the end of the last message this queue knows -- lets dispatch
 skip what a queue already holds, so re-dispatching after a crash is idempotent.
+
+A unit whose file cannot be created (a full disk; the file's blocks are reserved when it
+is created, :mod:`rmqstore.mapped_file`) is a StoreError naming the disk, not a False
+that dispatch would log and skip: dispatch stops there (:mod:`rmqstore.dispatch`).
 """
 
 from __future__ import annotations

@@ -29,6 +29,14 @@ or (with ``least_pages == 0``) when anything is pending.
 
 Reference counting (``hold``/``release``, RocketMQ's ``ReferenceResource``) keeps a file
 mapped while a reader holds a slice of it; ``destroy()`` waits for readers to let go.
+
+A full disk.  A store through a mapping cannot report ENOSPC: a write (or, on tmpfs, even
+a read) of a page that has no block yet kills the process with SIGBUS.  So a file is
+created with its blocks reserved (``posix_fallocate`` in :func:`_create_sized`), and an
+existing sparse file opened for writing (RocketMQ creates sparse files) is reserved when
+opened; a disk without room is a :class:`~rmqstore.errors.StoreError` whose message names
+the disk (:func:`disk_problem`), answered to the put as CREATE_MAPEDFILE_FAILED.  The
+price: a new file takes its whole size on disk at once, as it will when it is full.
 """
 
 from __future__ import annotations
