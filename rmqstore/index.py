@@ -72,7 +72,7 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.file_size = index_file_size(hash_slot_num, index_num)
-        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only)
+        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only, _HEADER.size + hash_slot_num * 4)
         self.buf = self.mapped_file.mapped
         h = _HEADER.unpack_from(self.buf)
         self.begin_timestamp = h.begin_timestamp
@@ -108,8 +108,7 @@ class IndexFile:
         slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
         entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
         mf = self.mapped_file
-        mf.reserve(slot_pos, 4)  # before the first touch of a page (even a read faults it in)
-        mf.reserve(entry_pos, INDEX_ENTRY.size, mf.RESERVE_AHEAD)
+        mf.reserve(entry_pos, INDEX_ENTRY.size, mf.RESERVE_AHEAD)  # (header and slots are reserved)
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
@@ -188,8 +187,8 @@ class IndexFile:
                 "indexCount": self.index_count}
 
 
-def _open_reserved(path: str, size: int) -> int:
-    """Open (or create) an index file for writing, its header page reserved (see :class:`_IndexMappedFile`).
+def _open_reserved(path: str, size: int, head: int) -> int:
+    """Open (or create) an index file for writing with its first ``head`` bytes reserved.
 
     A file that does not fit is a StoreError naming the disk (and a file this call
     created is removed again).
@@ -200,7 +199,7 @@ def _open_reserved(path: str, size: int) -> int:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         if os.fstat(fd).st_size < size:
             os.ftruncate(fd, size)
-        reserve_space(fd, path, min(size, OS_PAGE_SIZE))
+        reserve_space(fd, path, head)
     except OSError as exc:
         if fd >= 0:
             os.close(fd)
@@ -214,16 +213,18 @@ def _open_reserved(path: str, size: int) -> int:
 class _IndexMappedFile:
     """Index files are named by time, not offset, so they get a plain mapping.
 
-    A writable one reserves its blocks page by page *before* a page is first touched
-    (:meth:`reserve`): a write into a hole of a mapping is a SIGBUS on a full disk, and
-    reserving a default-sized file (420 MB) whole at creation would take that much disk
-    for an index that may hold a few keys.  The entries fill the file in order, so their
-    pages are reserved a few at a time ahead; the hash slots one page at a time.
+    A page with no block behind it is a SIGBUS on a full disk when a mapping writes it
+    (on tmpfs even when a reader reads it), so no page is touched before it is reserved.
+    A writable file reserves its header and hash slots (``head`` bytes: the slots are
+    read and written anywhere) when it is opened; its entries, which fill the file in
+    order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
+    file (420 MB, 400 of them entries) whole would take that much disk for an index that
+    may hold a few keys; readers never read past the entry count.
     """
 
     RESERVE_AHEAD = 16  # entry pages reserved past the one a put needs
 
-    def __init__(self, path: str, size: int, read_only: bool):
+    def __init__(self, path: str, size: int, read_only: bool, head: int = 0):
         import mmap
 
         self.path = path
@@ -233,10 +234,12 @@ class _IndexMappedFile:
             self.fd = os.open(path, os.O_RDONLY)
             self.mapped = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         else:
-            self.fd = _open_reserved(path, size)
+            head = min(max(head, _HEADER.size), size)
+            self.fd = _open_reserved(path, size, head)
             self.mapped = mmap.mmap(self.fd, size)
-            self.reserved = bytearray(-(-size // OS_PAGE_SIZE))  # 1 = page reserved
-            self.reserved[0] = 1
+            self.reserved = bytearray(-(-size // OS_PAGE_SIZE))  # 1 = the page has its block
+            pages = -(-head // OS_PAGE_SIZE)
+            self.reserved[:pages] = b"\x01" * pages
 
     def reserve(self, pos: int, length: int, ahead: int = 0) -> None:
         """Make sure the pages of ``[pos, pos+length)`` have blocks (StoreError naming the disk if not)."""

@@ -86,7 +86,12 @@ def config(mode, sizes):
                transient_store_pool_enable=mode == "pool", flush_interval_commit_log=20,
                commit_interval_commit_log=20)
     cfg.update(json.loads(sizes))
+    global KEYS_PER_MESSAGE
+    KEYS_PER_MESSAGE = cfg.pop("keys_per_message", 1)
     return StoreConfig(**cfg)
+
+def keys(i):
+    return " ".join(key(i * KEYS_PER_MESSAGE + j) for j in range(KEYS_PER_MESSAGE))
 
 def body(i):
     return (b"%08d" % i) * 625  # 5000 bytes, different for every message
@@ -103,7 +108,7 @@ store = MessageStore(root, config(mode, sizes))
 store.start()
 acked, answers = [], []
 for i in range(start, start + limit):
-    r = store.put_message(Message("Full", body(i), queue_id=i % queues, properties="KEYS\\x01" + key(i)))
+    r = store.put_message(Message("Full", body(i), queue_id=i % queues, properties="KEYS\\x01" + keys(i)))
     if r.ok:
         acked.append(i)
         if answers:
@@ -140,7 +145,7 @@ _KEYS = _COMMON + """
 root, mode, sizes = sys.argv[1], sys.argv[2], sys.argv[3]
 store = open_store(root, config=config(mode, sizes))
 missing = [i for i in json.loads(sys.stdin.read())
-           if not store.query_message("Full", key(i), 4, 0, 2**62).messages]
+           if not store.query_message("Full", key(i * KEYS_PER_MESSAGE), 4, 0, 2**62).messages]
 store.close()
 print(json.dumps({"missing": missing}))
 """
@@ -198,8 +203,8 @@ def test_full_disk_answers_keeps_every_acknowledged_put_and_recovers(small_disk,
 @pytest.mark.parametrize("what, sizes, queues, filler_size", [
     # every queue's first file takes 0.5 MB: the disk fills with queues
     ("consume queue", {"mapped_file_size_consume_queue": 512_000}, 40, 2 << 20),
-    # a million hash slots (4 MB): every new key touches a slot page that needs a block
-    ("index file", {"max_hash_slot_num": 1_000_000}, 1, (11 << 19)),
+    # 100 keys a message: index entries take 2 kB a message and fill the disk
+    ("index file", {"max_index_num": 400_000, "keys_per_message": 100}, 1, 23 << 18),
 ])
 def test_dispatch_that_meets_the_full_disk_stops_puts_and_resumes_after_reopen(small_disk, what, sizes, queues,
                                                                                filler_size):
@@ -216,6 +221,7 @@ def test_dispatch_that_meets_the_full_disk_stops_puts_and_resumes_after_reopen(s
     assert (root / "abort").exists()  # not writeable: the next start recovers abnormally
 
     _verify(root)  # alive on the full disk (what dispatch missed is damage it may report)
+    _run(_KEYS, root, "async", sizes, stdin=json.dumps(acked))  # key lookups too
     filler.unlink()
     again = _run(_WRITER, root, "async", sizes, queues, 100_000, 3)
     assert again["answers"] == [] and len(again["acked"]) == 3
