@@ -192,6 +192,11 @@ def test_full_disk_answers_keeps_every_acknowledged_put_and_recovers(small_disk,
     report = _verify(root)
     assert report.returncode == 0, report.stdout[-3000:]
 
+    # reopened for writing on the full disk: it opens, and answers
+    still = _run(_WRITER, root, mode, sizes, queues, 200_000, 5)
+    _assert_full_disk_answers(still, mnt, {"CREATE_MAPEDFILE_FAILED"})
+    assert still["acked"] == []
+
     # space comes back: the store reopens and takes puts again, the old ones still there
     filler.unlink()
     again = _run(_WRITER, root, mode, sizes, queues, 100_000, 50)
