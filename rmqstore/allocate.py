@@ -13,7 +13,9 @@ tails of its files can hold stale bytes; our put path zeroes the tail it declare
 
 A request that failed (a full disk: the file could not be reserved) is not kept as the
 answer for that file: the next put that needs it asks again, so puts resume once space
-returns.  Why it failed is kept in ``last_failure`` for the put's message.
+returns.  The request made ahead for the file after it is cancelled (a file made for it
+deleted): without its predecessor it is useless, and it would take the space that the
+predecessor needs.  Why it failed is kept in ``last_failure`` for the put's message.
 """
 
 from __future__ import annotations
@@ -156,8 +158,16 @@ class AllocateMappedFileService:
                 self._table.pop(next_path)
         if req.error is not None:
             self.last_failure = str(req.error)
+            self._cancel(next_next_path)  # useless without this one, and it takes the space this one needs
             return None
         return req.mapped_file
+
+    def _cancel(self, path: str) -> None:
+        """Forget the request for ``path``; a file already made for it is deleted (see _mmap_operation)."""
+        with self._cv:
+            req = self._table.pop(path, None)
+        if req is not None and req.mapped_file is not None:
+            req.mapped_file.destroy()
 
     def _run(self) -> None:
         while True:
@@ -181,8 +191,13 @@ class AllocateMappedFileService:
                                         cfg.flush_least_pages_when_warm_mapped_file)
                 elif cfg.pre_fault_mapped_file and mf.write_buffer is None:
                     mf.pre_fault()
-            req.mapped_file = mf
-            self.created += 1
+            with self._cv:
+                cancelled = self._table.get(req.file_path) is not req
+                if not cancelled:
+                    req.mapped_file = mf
+                    self.created += 1
+            if cancelled:  # cancelled while it was being made
+                mf.destroy()
         except BaseException as exc:  # reported to the waiting put as a failed allocation
             log.error("allocate %s failed: %s", req.file_path, exc)
             req.error = exc

@@ -141,6 +141,25 @@ bad = [i for i in acked if seen.get(b"%08d" % i) != body(i)]
 print(json.dumps({"missing_or_wrong": bad, "found": len(seen)}))
 """
 
+_RESUME = _COMMON + """
+import os
+root, mode, filler = sys.argv[1], sys.argv[2], sys.argv[3]
+store = MessageStore(root, config(mode, "{}"))
+store.start()
+i, answers = 0, []
+while True:
+    r = store.put_message(Message("Full", body(i), queue_id=0))
+    i += 1
+    if not r.ok:
+        answers.append([r.status.name, r.message])
+        break
+os.remove(filler)  # space comes back while the store runs
+answers += [[r.status.name, r.message] for r in (store.put_message(Message("Full", body(i + n), queue_id=0))
+                                                 for n in range(3))]
+store.shutdown()
+print(json.dumps({"answers": answers}))
+"""
+
 _KEYS = _COMMON + """
 root, mode, sizes = sys.argv[1], sys.argv[2], sys.argv[3]
 store = open_store(root, config=config(mode, sizes))
@@ -203,6 +222,15 @@ def test_full_disk_answers_keeps_every_acknowledged_put_and_recovers(small_disk,
     assert again["answers"] == [] and len(again["acked"]) == 50
     read = _run(_READER, root, mode, sizes, queues, stdin=json.dumps(acked + again["acked"]))
     assert read["missing_or_wrong"] == []
+
+
+@pytest.mark.parametrize("mode", ["sync", "pool"])
+def test_puts_resume_when_space_returns_while_the_store_runs(small_disk, mode):
+    """A failed file creation is tried again by the next put (the allocate service forgets the failure)."""
+    filler = small_disk / "filler"
+    filler.write_bytes(b"f" * (1 << 20))
+    out = _run(_RESUME, small_disk / "store", mode, filler)
+    assert [status for status, _ in out["answers"]] == ["CREATE_MAPEDFILE_FAILED"] + ["PUT_OK"] * 3, out
 
 
 @pytest.mark.parametrize("what, sizes, queues, filler_size", [
