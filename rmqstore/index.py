@@ -247,12 +247,14 @@ class _IndexMappedFile:
         first, last = pos // OS_PAGE_SIZE, (pos + length - 1) // OS_PAGE_SIZE
         if marks[first] and marks[last]:
             return
-        stop = min(len(marks), last + 1 + ahead)
         start = first * OS_PAGE_SIZE
-        try:
-            reserve_space(self.fd, self.path, min(stop * OS_PAGE_SIZE, self.size) - start, start)
-        except OSError as exc:
-            raise StoreError(f"cannot write index file {self.path}: {disk_problem(self.path, exc)}") from exc
+        for stop in dict.fromkeys((min(len(marks), last + 1 + ahead), last + 1)):  # ahead; else what is needed
+            try:
+                reserve_space(self.fd, self.path, min(stop * OS_PAGE_SIZE, self.size) - start, start)
+                break
+            except OSError as exc:
+                if stop == last + 1:
+                    raise StoreError(f"cannot write index file {self.path}: {disk_problem(self.path, exc)}") from exc
         marks[first:stop] = b"\x01" * (stop - first)
 
     def close(self) -> None:
