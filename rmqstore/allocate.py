@@ -10,6 +10,12 @@ being prepared is shared, so the next rollover usually finds its file ready.
 that is never paged out and reach the file only when the commit service copies them.
 Buffers are reused as they are -- RocketMQ does not clear them, which is why blank
 tails of its files can hold stale bytes; our put path zeroes the tail it declares blank.
+
+A request that failed (a full disk: the file could not be reserved) is not kept as the
+answer for that file: the next put that needs it asks again, so puts resume once space
+returns.  The request made ahead for the file after it is cancelled (a file made for it
+deleted): without its predecessor it is useless, and it would take the space that the
+predecessor needs.  Why it failed is kept in ``last_failure`` for the put's message.
 """
 
 from __future__ import annotations
@@ -91,6 +97,8 @@ class AllocateMappedFileService:
         self._stopped = False
         self._thread: threading.Thread | None = None
         self.created = 0
+        #: why the last ``put_request_and_return_mapped_file`` answered None (for the put's message)
+        self.last_failure = ""
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="AllocateMappedFileService", daemon=True)
@@ -116,8 +124,10 @@ class AllocateMappedFileService:
         return 2
 
     def _submit(self, path: str, size: int) -> bool:
-        if path in self._table:
-            return True
+        req = self._table.get(path)
+        if req is not None and req.error is None:
+            return True  # being prepared, or ready
+        # (a request that failed -- a full disk -- is tried again, so puts resume once space returns)
         req = AllocateRequest(path, size)
         self._table[path] = req
         heapq.heappush(self._queue, (req.sort_key(), next(self._seq), req))
@@ -133,6 +143,7 @@ class AllocateMappedFileService:
             can_submit = self._can_submit()
             if can_submit <= 0 and next_path not in self._table:
                 log.warning("[NOTIFYME]TransientStorePool is not enough, so create mapped file error")
+                self.last_failure = "the transient store pool has no free buffer"
                 return None
             self._submit(next_path, file_size)
             if can_submit - 1 > 0:
@@ -140,12 +151,23 @@ class AllocateMappedFileService:
             req = self._table[next_path]
         if not req.done.wait(self.wait_timeout):
             log.warning("create mmap timeout %s %d", req.file_path, req.file_size)
+            self.last_failure = f"timed out after {self.wait_timeout:g} s waiting for {req.file_path}"
             return None
         with self._cv:
-            self._table.pop(next_path, None)
+            if self._table.get(next_path) is req:
+                self._table.pop(next_path)
         if req.error is not None:
+            self.last_failure = str(req.error)
+            self._cancel(next_next_path)  # useless without this one, and it takes the space this one needs
             return None
         return req.mapped_file
+
+    def _cancel(self, path: str) -> None:
+        """Forget the request for ``path``; a file already made for it is deleted (see _mmap_operation)."""
+        with self._cv:
+            req = self._table.pop(path, None)
+        if req is not None and req.mapped_file is not None:
+            req.mapped_file.destroy()
 
     def _run(self) -> None:
         while True:
@@ -169,10 +191,15 @@ class AllocateMappedFileService:
                                         cfg.flush_least_pages_when_warm_mapped_file)
                 elif cfg.pre_fault_mapped_file and mf.write_buffer is None:
                     mf.pre_fault()
-            req.mapped_file = mf
-            self.created += 1
+            with self._cv:
+                cancelled = self._table.get(req.file_path) is not req
+                if not cancelled:
+                    req.mapped_file = mf
+                    self.created += 1
+            if cancelled:  # cancelled while it was being made
+                mf.destroy()
         except BaseException as exc:  # reported to the waiting put as a failed allocation
-            log.exception("allocate %s failed", req.file_path)
+            log.error("allocate %s failed: %s", req.file_path, exc)
             req.error = exc
         finally:
             req.done.set()

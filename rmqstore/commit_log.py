@@ -16,8 +16,14 @@ why a file can end in an 8-byte blank, and why no record ever spans two files.
 Where RocketMQ 4.9.8 goes wrong we do not copy it (see :data:`DIFFERENCES`): a record
 that cannot fit in any file is refused instead of being reported PUT_OK and lost, a
 topic whose UTF-8 form exceeds 127 bytes is refused instead of writing an unreadable
-record, and the bytes after a blank header are zeroed instead of leaking stale buffer
-contents.
+record, the bytes after a blank header are zeroed instead of leaking stale buffer
+contents, and a full disk is an answer, not a SIGBUS.
+
+A full disk.  Every file is reserved before the mapping writes to it
+(:func:`rmqstore.mapped_file.reserve_space`), so the put that needs a file the disk has
+no room for answers CREATE_MAPEDFILE_FAILED naming the disk (``MappedFileQueue.create_error``),
+and the next put tries again: once space returns, puts go on.  A flush or commit the disk
+refuses makes the store not writeable through ``on_io_error`` (:mod:`rmqstore.flush`).
 
 Replay.  A :class:`~rmqstore.message.Message` with ``store_timestamp`` set is a stored
 record being written again (``rmqstore load``, which goes through
@@ -77,6 +83,14 @@ DIFFERENCES = {
                       "MESSAGE_ILLEGAL; RocketMQ's put path silently overwrites them. Only a replay "
                       "(MessageStore.replay_message, rmqstore load) keeps recorded values, and a recorded "
                       "queue offset must be the one the store would give.",
+    "disk_full": "Commitlog and consume-queue files reserve their blocks when created (posix_fallocate), "
+                 "index files page by page before first use, so a full disk is an answer -- "
+                 "CREATE_MAPEDFILE_FAILED naming the disk, then SERVICE_NOT_AVAILABLE once a flush, commit "
+                 "or dispatch failed -- never a SIGBUS, and no put is acknowledged after such a failure. "
+                 "RocketMQ maps sparse files and dies of SIGBUS on a full disk; with the transient store "
+                 "pool its commit thread dies while puts go on answering PUT_OK, and those messages are "
+                 "lost. A record that dispatch cannot take stops dispatch (to resume at the next start) "
+                 "instead of being skipped.",
 }
 
 _QO_PHY = struct.Struct(">qq")
@@ -307,6 +321,12 @@ def _not_utf8(what: str, exc: UnicodeEncodeError) -> PutMessageResult:
         f"({exc.object[exc.start:exc.end]!r})"))
 
 
+def _create_failed(what: str, queue) -> str:
+    """The message of CREATE_MAPEDFILE_FAILED: what could not be created, and why (the disk)."""
+    why = queue.create_error
+    return f"could not create {what}: {why}" if why else f"could not create {what}"
+
+
 def _zero_fill(buf, start: int, end: int) -> None:
     if end > start:
         buf[start:end] = bytes(end - start)
@@ -397,6 +417,8 @@ class CommitLog:
         self._delay_levels = config.delay_level_table()
         self.max_delay_level = max(self._delay_levels) if self._delay_levels else 0
         self.tracer = None
+        #: called with a reason when a flush or commit service fails (the store stops taking puts)
+        self.on_io_error = None
 
     # -- lifecycle -----------------------------------------------------------------
     def load(self) -> bool:
@@ -501,7 +523,7 @@ class CommitLog:
                 tr.event("mapped_file.found", positions=file_positions(mf))
             if mf is None:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
-                                        message="could not create a commitlog file")
+                                        message=_create_failed("a commitlog file", queue))
             before = file_positions(mf) if tr is not None else None
             result = mf.append_message(enc, callback)
             if result.status is AppendMessageStatus.END_OF_FILE:
@@ -515,7 +537,7 @@ class CommitLog:
                     self._trace_new_file(tr, mf)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
-                                            "could not create the next commitlog file")
+                                            _create_failed("the next commitlog file", queue))
                 before = file_positions(mf) if tr is not None else None
                 result = mf.append_message(enc, callback)
             if tr is not None:

@@ -13,6 +13,10 @@ deleted, or it was rebuilt from a later point) starts with *pre-blank* units
 A unit is valid when ``offset >= 0 and size > 0``; recovery stops at the first other.
 ``max_physic_offset`` -- the end of the last message this queue knows -- lets dispatch
 skip what a queue already holds, so re-dispatching after a crash is idempotent.
+
+A unit whose file cannot be created (a full disk; the file's blocks are reserved when it
+is created, :mod:`rmqstore.mapped_file`) is a StoreError naming the disk, not a False
+that dispatch would log and skip: dispatch stops there (:mod:`rmqstore.dispatch`).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from __future__ import annotations
 import logging
 import os
 
+from .errors import StoreError
 from .layout import CONSUME_QUEUE_UNIT
 from .mapped_file_queue import MappedFileQueue
 
@@ -149,8 +154,9 @@ class ConsumeQueue:
         expect = cq_offset * CQ_STORE_UNIT_SIZE
         queue = self.mapped_file_queue
         mf = queue.get_last_mapped_file(expect)
-        if mf is None:
-            return False
+        if mf is None:  # no file to write to (a full disk): dispatch stops here, nothing is skipped
+            raise StoreError(f"consume queue {self.topic}-{self.queue_id} cannot take queue offset {cq_offset}: "
+                             f"{queue.create_error or 'no file to write to'}")
         if mf.first_create_in_queue and cq_offset != 0 and mf.wrote_position == 0:
             self.min_logic_offset = expect
             queue.flushed_where = queue.committed_where = expect

@@ -17,6 +17,12 @@ Rules (RocketMQ's ``checkMessageAndReturnSize`` and the two dispatchers):
 
 :func:`dispatch_request` is pure (record in, request out); the service is the thin
 threaded layer around it.
+
+A record the dispatchers cannot take (a consume-queue or index file the disk has no room
+for) stops the service *at that record*: the store becomes not writeable (RocketMQ's
+logics-queue / index-file error flags), the thread stays alive but idle, and nothing is
+skipped -- the abort file stays, so the next start recovers abnormally and dispatches the
+record again (RocketMQ's reput moves on past it and the queue never gets the unit).
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import logging
 import threading
 import time
 
-from .errors import CorruptRecordError
+from .errors import CorruptRecordError, StoreError
 from .layout import BLANK_MAGIC_CODE
 from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, parse_properties
 from .record import decode_record
@@ -102,6 +108,8 @@ class ReputMessageService:
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        #: why dispatch stopped (a record the consume queue or index could not take), or None
+        self.failure: str | None = None
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
@@ -114,7 +122,8 @@ class ReputMessageService:
     def shutdown(self) -> None:
         # let it catch up first, as RocketMQ waits up to 5 s for the reput to finish
         deadline = time.monotonic() + 5
-        while self.behind() > 0 and time.monotonic() < deadline and self._thread is not None:
+        while self.behind() > 0 and time.monotonic() < deadline and self._thread is not None \
+                and self.failure is None:
             time.sleep(0.005)
         self._stop.set()
         self._wake.set()
@@ -133,9 +142,19 @@ class ReputMessageService:
             except Exception:
                 log.exception("%s service has exception", self.name)
 
+    def _stop_at(self, exc: Exception) -> None:
+        self.failure = (f"dispatch stopped at commitlog offset {self.reput_from_offset} "
+                        f"(reopen the store once there is room): {exc}")
+        log.error("%s", self.failure)
+        make_not_writeable = getattr(self.store, "make_not_writeable", None)
+        if make_not_writeable is not None:
+            make_not_writeable(self.failure)
+
     def do_reput(self) -> int:
         """Dispatch everything between ``reput_from_offset`` and the readable end; count records."""
         with self._lock:
+            if self.failure is not None:
+                return 0  # stopped at a record that could not be dispatched (see the module essay)
             return self._do_reput()
 
     def _do_reput(self) -> int:
@@ -163,7 +182,12 @@ class ReputMessageService:
                 if rec.magic_code == BLANK_MAGIC_CODE:
                     pos = mf.file_size
                     break
-                store.do_dispatch(dispatch_request(rec, delay_levels))
+                try:
+                    store.do_dispatch(dispatch_request(rec, delay_levels))
+                except (StoreError, OSError) as exc:
+                    self.reput_from_offset = mf.file_from_offset + pos
+                    self._stop_at(exc)
+                    return count
                 count += 1
                 pos += rec.total_size
             self.reput_from_offset = mf.file_from_offset + pos

@@ -19,6 +19,13 @@ anything.
 
 All are real threads with a clean shutdown: on stop each does a final full pass, as
 RocketMQ's services do.
+
+A failed pass (EIO, ENOSPC: an ``msync``, ``fdatasync`` or commit ``pwrite`` that the disk
+refused) does not end the thread -- RocketMQ's services die silently there while puts go
+on answering PUT_OK.  The error goes to the commitlog's ``on_io_error`` hook (the store
+becomes not writeable, so no later put is acknowledged), waiting sync puts are answered
+FLUSH_DISK_TIMEOUT at once, and the service keeps trying, so bytes already acknowledged
+still reach the file if the disk recovers.
 """
 
 from __future__ import annotations
@@ -75,6 +82,7 @@ class ServiceThread:
         self._notified = threading.Event()
         self._stop_event = threading.Event()
         self._thread: threading.Thread | None = None
+        self.last_error: str | None = None  # the failure of the last pass, until one succeeds
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
@@ -111,6 +119,32 @@ class ServiceThread:
 
     def run(self) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def guarded(self, action, *args) -> bool | None:
+        """``action(*args)``, or None when it raised: the error is reported, the thread lives on."""
+        try:
+            result = action(*args)
+        except Exception as exc:
+            self.io_failed(exc)
+            return None
+        if self.last_error is not None:
+            log.warning("%s works again after: %s", self.name, self.last_error)
+            self.last_error = None
+        return result
+
+    def io_failed(self, exc: Exception) -> None:
+        """Report a failed commit or flush once (until one succeeds) to ``commit_log.on_io_error``."""
+        reason = f"{self.name}: {exc}"
+        if self.last_error is None:
+            log.error("%s failed, the store stops taking puts: %s", self.name, exc)
+        self.last_error = reason
+        hook = self.io_error_hook()
+        if hook is not None:
+            hook(reason)
+
+    def io_error_hook(self):
+        """Who hears of a failed pass: the commitlog's ``on_io_error`` (the store's ``make_not_writeable``)."""
+        return getattr(getattr(self, "commit_log", None), "on_io_error", None)
 
 
 class GroupCommitRequest:
@@ -175,13 +209,18 @@ class GroupCommitService(ServiceThread):
         if self.requests_read:
             for req in self.requests_read:
                 flush_ok = queue.flushed_where >= req.next_offset
+                failed = False
                 for _ in range(2):
                     if flush_ok:
                         break
-                    traced_flush(queue, 0, tr, "GroupCommitService")
+                    failed = self.guarded(traced_flush, queue, 0, tr, "GroupCommitService") is None
                     self.flushes += 1
                     flush_ok = queue.flushed_where >= req.next_offset
-                if flush_ok:
+                    if failed:
+                        break
+                if failed:  # the disk refused: not flushed, and waiting longer will not help
+                    req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT)
+                elif flush_ok:
                     if tr is not None:
                         tr.event("group_commit.wake", next_offset=req.next_offset, status="PUT_OK",
                                  flushed_where=queue.flushed_where)
@@ -197,7 +236,7 @@ class GroupCommitService(ServiceThread):
             self.requests_read = []
         else:
             # messages that did not wait for their flush still get flushed
-            traced_flush(queue, 0, tr, "GroupCommitService")
+            self.guarded(traced_flush, queue, 0, tr, "GroupCommitService")
 
     def run(self) -> None:
         while not self.is_stopped():
@@ -234,11 +273,11 @@ class FlushRealTimeService(ServiceThread):
                 self._stop_event.wait(interval / 1000.0)
             else:
                 self.wait_for_running(interval)
-            traced_flush(queue, least_pages, self.commit_log.tracer, "FlushRealTimeService")
+            self.guarded(traced_flush, queue, least_pages, self.commit_log.tracer, "FlushRealTimeService")
             if self.checkpoint_hook is not None and queue.store_timestamp > 0:
                 self.checkpoint_hook(queue.store_timestamp)
         for _ in range(RETRY_TIMES_OVER):
-            if queue.flush(0):
+            if self.guarded(queue.flush, 0) is not False:
                 break
 
 
@@ -262,11 +301,11 @@ class CommitRealTimeService(ServiceThread):
             if now >= self.last_commit_timestamp + cfg.commit_commit_log_thorough_interval:
                 self.last_commit_timestamp = now
                 least_pages = 0
-            nothing_moved = traced_commit(queue, least_pages, self.commit_log.tracer)
-            if not nothing_moved:
+            nothing_moved = self.guarded(traced_commit, queue, least_pages, self.commit_log.tracer)
+            if nothing_moved is False:
                 self.last_commit_timestamp = now
                 self.flush_service.wakeup()
             self.wait_for_running(interval)
         for _ in range(RETRY_TIMES_OVER):
-            if queue.commit(0):
+            if self.guarded(queue.commit, 0) is not False:
                 break

@@ -31,7 +31,8 @@ import threading
 import time
 
 from .errors import StoreError
-from .layout import INDEX_ENTRY, INDEX_HEADER
+from .layout import INDEX_ENTRY, INDEX_HEADER, OS_PAGE_SIZE
+from .mapped_file import disk_problem, reserve_space
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 
@@ -71,7 +72,7 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.file_size = index_file_size(hash_slot_num, index_num)
-        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only)
+        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only, _HEADER.size + hash_slot_num * 4)
         self.buf = self.mapped_file.mapped
         h = _HEADER.unpack_from(self.buf)
         self.begin_timestamp = h.begin_timestamp
@@ -105,6 +106,9 @@ class IndexFile:
             return False
         key_hash = index_key_hash(key)
         slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
+        entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
+        mf = self.mapped_file
+        mf.reserve(entry_pos, INDEX_ENTRY.size, mf.RESERVE_AHEAD)  # (header and slots are reserved)
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
@@ -114,7 +118,6 @@ class IndexFile:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
                 else -((self.begin_timestamp - store_timestamp) // 1000)
             time_diff = min(max(time_diff, 0), _INT_MAX)
-        entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
         _ENTRY.pack_into(self.buf, entry_pos, key_hash, phy_offset, time_diff, slot_value)
         _I32.pack_into(self.buf, slot_pos, self.index_count)
         if self.index_count <= 1:
@@ -184,21 +187,75 @@ class IndexFile:
                 "indexCount": self.index_count}
 
 
-class _IndexMappedFile:
-    """Index files are named by time, not offset, so they get a plain mapping."""
+def _open_reserved(path: str, size: int, head: int) -> int:
+    """Open (or create) an index file for writing with its first ``head`` bytes reserved.
 
-    def __init__(self, path: str, size: int, read_only: bool):
+    A file that does not fit is a StoreError naming the disk (and a file this call
+    created is removed again).
+    """
+    created = not os.path.exists(path)
+    fd = -1
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        if os.fstat(fd).st_size < size:
+            os.ftruncate(fd, size)
+        reserve_space(fd, path, head)
+    except OSError as exc:
+        if fd >= 0:
+            os.close(fd)
+            if created:
+                os.remove(path)
+        raise StoreError(f"cannot {'create' if created else 'open'} index file {path}: "
+                         f"{disk_problem(path, exc)}") from exc
+    return fd
+
+
+class _IndexMappedFile:
+    """Index files are named by time, not offset, so they get a plain mapping.
+
+    A page with no block behind it is a SIGBUS on a full disk when a mapping writes it
+    (on tmpfs even when a reader reads it), so no page is touched before it is reserved.
+    A writable file reserves its header and hash slots (``head`` bytes: the slots are
+    read and written anywhere) when it is opened; its entries, which fill the file in
+    order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
+    file (420 MB, 400 of them entries) whole would take that much disk for an index that
+    may hold a few keys; readers never read past the entry count.
+    """
+
+    RESERVE_AHEAD = 16  # entry pages reserved past the one a put needs
+
+    def __init__(self, path: str, size: int, read_only: bool, head: int = 0):
         import mmap
 
+        self.path = path
+        self.size = size
         self.read_only = read_only
         if read_only:
             self.fd = os.open(path, os.O_RDONLY)
             self.mapped = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
         else:
-            self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-            if os.fstat(self.fd).st_size < size:
-                os.ftruncate(self.fd, size)
+            head = min(max(head, _HEADER.size), size)
+            self.fd = _open_reserved(path, size, head)
             self.mapped = mmap.mmap(self.fd, size)
+            self.reserved = bytearray(-(-size // OS_PAGE_SIZE))  # 1 = the page has its block
+            pages = -(-head // OS_PAGE_SIZE)
+            self.reserved[:pages] = b"\x01" * pages
+
+    def reserve(self, pos: int, length: int, ahead: int = 0) -> None:
+        """Make sure the pages of ``[pos, pos+length)`` have blocks (StoreError naming the disk if not)."""
+        marks = self.reserved
+        first, last = pos // OS_PAGE_SIZE, (pos + length - 1) // OS_PAGE_SIZE
+        if marks[first] and marks[last]:
+            return
+        start = first * OS_PAGE_SIZE
+        for stop in dict.fromkeys((min(len(marks), last + 1 + ahead), last + 1)):  # ahead; else what is needed
+            try:
+                reserve_space(self.fd, self.path, min(stop * OS_PAGE_SIZE, self.size) - start, start)
+                break
+            except OSError as exc:
+                if stop == last + 1:
+                    raise StoreError(f"cannot write index file {self.path}: {disk_problem(self.path, exc)}") from exc
+        marks[first:stop] = b"\x01" * (stop - first)
 
     def close(self) -> None:
         if self.mapped is not None:

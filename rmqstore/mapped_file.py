@@ -29,10 +29,20 @@ or (with ``least_pages == 0``) when anything is pending.
 
 Reference counting (``hold``/``release``, RocketMQ's ``ReferenceResource``) keeps a file
 mapped while a reader holds a slice of it; ``destroy()`` waits for readers to let go.
+
+A full disk.  A store through a mapping cannot report ENOSPC: a write (or, on tmpfs, even
+a read) of a page that has no block yet kills the process with SIGBUS.  So a file is
+created with its blocks reserved (``posix_fallocate`` in :func:`_create_sized`), and an
+existing sparse file opened for writing (RocketMQ creates sparse files) is reserved when
+opened; a disk without room is a :class:`~rmqstore.errors.StoreError` whose message names
+the disk (:func:`disk_problem`), answered to the put as CREATE_MAPEDFILE_FAILED.  The
+price: a new file takes its whole size on disk at once, as it will when it is full.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import mmap
 import os
 import threading
@@ -40,30 +50,79 @@ import threading
 from .errors import StoreError
 from .layout import OS_PAGE_SIZE
 
-__all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name"]
+__all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name", "reserve_space", "disk_problem"]
+
+log = logging.getLogger(__name__)
 
 _MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # Linux >= 5.14
 
 
 def _create_sized(path: str, size: int) -> int:
-    """Create ``path`` with its full size in one visible step (temp name, size, rename).
+    """Create ``path`` with its full size reserved, in one visible step (temp name, size, rename).
 
     A crash between open and truncate would otherwise leave a short file that a later
     load refuses; with the rename, the name appears only once the file has its size.
+    The blocks are reserved too (:func:`reserve_space`), so writing through the mapping
+    can never meet a full disk: a file that does not fit is a :class:`StoreError` here,
+    not a SIGBUS at the first write into it.
     """
     tmp = f"{path}.{os.getpid()}.creating"
-    fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot create {path}: {disk_problem(path, exc)}") from exc
     try:
         os.ftruncate(fd, size)
+        reserve_space(fd, path, size)
         os.rename(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         os.close(fd)
         try:
             os.remove(tmp)
         except FileNotFoundError:
             pass
+        if isinstance(exc, OSError):
+            raise StoreError(f"cannot create {path}: {disk_problem(path, exc)}") from exc
         raise
     return fd
+
+
+def disk_problem(path: str, exc: OSError) -> str:
+    """``exc`` in words that name the disk ``path`` lies on (its mount point and free space)."""
+    mount = _mount_point(path)
+    try:
+        st = os.statvfs(mount)
+        free = f", {st.f_bavail * st.f_frsize} bytes free"
+    except OSError:
+        free = ""
+    code = errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else "error"
+    return f"{exc.strerror or exc} ({code}) on the disk mounted at {mount}{free}"
+
+
+def _mount_point(path: str) -> str:
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    while not os.path.ismount(path):
+        path = os.path.dirname(path)
+    return path
+
+
+def reserve_space(fd: int, path: str, size: int, offset: int = 0) -> None:
+    """Reserve the blocks of ``[offset, offset + size)`` (``posix_fallocate``): a file's holes are a
+    SIGBUS waiting for a full disk, for a writer's and (on tmpfs) for a reader's mapping alike.
+
+    Raises OSError (ENOSPC, EDQUOT...) when the disk cannot hold them; filesystems that cannot
+    reserve (EOPNOTSUPP, EINVAL) leave the file sparse as before.
+    """
+    try:
+        os.posix_fallocate(fd, offset, size)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+            log.warning("%s: the file system cannot reserve space (%s); the file stays sparse",
+                        path, exc.strerror)
+            return
+        raise
 
 
 def offset_to_file_name(offset: int) -> str:
@@ -141,9 +200,23 @@ class MappedFile:
                 self._fd = os.open(self.file_name, os.O_RDWR)
             except FileNotFoundError:
                 self._fd = _create_sized(self.file_name, self.file_size)
-            if os.fstat(self._fd).st_size < self.file_size:
-                os.ftruncate(self._fd, self.file_size)  # sparse, reads as zeros
+            else:
+                self._reserve_existing()
             self.mapped = mmap.mmap(self._fd, self.file_size)
+
+    def _reserve_existing(self) -> None:
+        """An existing file opened for writing gets its size and its holes reserved (RocketMQ's files
+        are sparse); a disk too full for that is a StoreError, not a SIGBUS at a later write."""
+        st = os.fstat(self._fd)
+        try:
+            if st.st_size < self.file_size:
+                os.ftruncate(self._fd, self.file_size)
+            if st.st_blocks * 512 < self.file_size:
+                reserve_space(self._fd, self.file_name, self.file_size)
+        except OSError as exc:
+            os.close(self._fd)
+            raise StoreError(f"cannot reserve the space of {self.file_name}: "
+                             f"{disk_problem(self.file_name, exc)}") from exc
 
     # -- positions -----------------------------------------------------------------
     @property

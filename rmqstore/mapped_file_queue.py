@@ -18,7 +18,7 @@ import logging
 import os
 
 from .errors import StoreError
-from .mapped_file import MappedFile, offset_to_file_name
+from .mapped_file import MappedFile, disk_problem, offset_to_file_name
 
 __all__ = ["MappedFileQueue"]
 
@@ -37,6 +37,8 @@ class MappedFileQueue:
         self.flushed_where = 0
         self.committed_where = 0
         self.store_timestamp = 0
+        #: why the last file creation failed ("" when none did): the put's answer names it
+        self.create_error = ""
 
     # -- loading -------------------------------------------------------------------
     def load(self) -> bool:
@@ -89,17 +91,21 @@ class MappedFileQueue:
         next_next = os.path.join(self.store_path, offset_to_file_name(create_offset + self.mapped_file_size))
         try:
             os.makedirs(self.store_path, exist_ok=True)
-        except OSError:  # answered as CREATE_MAPEDFILE_FAILED, not raised into the put
-            log.exception("create folder %s failed", self.store_path)
+        except OSError as exc:  # answered as CREATE_MAPEDFILE_FAILED, not raised into the put
+            log.error("create folder %s failed: %s", self.store_path, exc)
+            self.create_error = f"cannot create folder {self.store_path}: {disk_problem(self.store_path, exc)}"
             return None
         if self.allocate_service is not None:
             mf = self.allocate_service.put_request_and_return_mapped_file(
                 next_path, next_next, self.mapped_file_size)
+            if mf is None:
+                self.create_error = self.allocate_service.last_failure
         else:
             try:
                 mf = MappedFile(next_path, self.mapped_file_size, self.transient_store_pool)
-            except OSError:
-                log.exception("create mapped file %s failed", next_path)
+            except (OSError, StoreError) as exc:  # a full disk is a StoreError naming it
+                log.error("create mapped file %s failed: %s", next_path, exc)
+                self.create_error = str(exc)
                 mf = None
         if mf is not None:
             if first:

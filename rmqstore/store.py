@@ -135,12 +135,15 @@ class FlushConsumeQueueService(ServiceThread):
         logics_ts = self.store.checkpoint.logics_msg_timestamp if self.store.checkpoint else 0
         for cq in list(self.store.consume_queue_table.values()):
             for _ in range(retry_times):
-                if cq.flush(least_pages):
+                if self.guarded(cq.flush, least_pages) is not False:  # (None: failed, reported)
                     break
         if thorough and self.store.checkpoint is not None:
             if logics_ts > 0:
                 self.store.checkpoint.logics_msg_timestamp = logics_ts
-            self.store.checkpoint.flush()
+            self.guarded(self.store.checkpoint.flush)
+
+    def io_error_hook(self):
+        return self.store.make_not_writeable
 
     def run(self) -> None:
         while not self.is_stopped():
@@ -231,6 +234,8 @@ class MessageStore:
         self.flush_service = None
         self.commit_service = None
         self.writeable = True
+        self.not_writeable_reason = ""
+        self.commit_log.on_io_error = self.make_not_writeable
         self.shutdown_flag = True
         self.closed = False  # set by close()/shutdown(): reads then raise instead of finding nothing
         self._started = False
@@ -430,6 +435,18 @@ class MessageStore:
         begin = self.commit_log.begin_time_in_lock
         return begin > 0 and self.clock() - begin > self.config.os_page_cache_busy_timeout_mills
 
+    def make_not_writeable(self, reason: str) -> None:
+        """Refuse every later put (SERVICE_NOT_AVAILABLE naming ``reason``) until the store is reopened.
+
+        RocketMQ's RunningFlags (logics queue / index file error): a flush, commit or dispatch
+        that the disk refused.  The abort file then stays at shutdown, so the next start
+        recovers abnormally and dispatches again what was not.
+        """
+        if self.writeable:
+            log.error("message store is not writeable from now on: %s", reason)
+            self.not_writeable_reason = reason
+        self.writeable = False
+
     def check_store_status(self) -> PutMessageResult | None:
         if self.shutdown_flag:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, message=(
@@ -439,8 +456,9 @@ class MessageStore:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
                                     message="this store is a slave; puts go to the master")
         if not self.writeable:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
-                                    message="message store is not writeable")
+            reason = self.not_writeable_reason
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, message=(
+                f"message store is not writeable: {reason}" if reason else "message store is not writeable"))
         if self.is_os_page_cache_busy():
             return PutMessageResult(PutMessageStatus.OS_PAGECACHE_BUSY,
                                     message="the put lock has been held too long (page cache busy)")
