@@ -3,7 +3,7 @@
 :func:`inspect` takes a store opened read-only (:func:`rmqstore.store.open_store`) and
 returns a JSON-ready ``dict``:
 
-* ``commitlog.segments`` -- every commitlog file on disk (also those the read-only open
+* ``commitlog.segments`` -- every commitlog segment on disk (also those the read-only open
   left out, such as a pre-allocated file after the end of the log), with its size, the
   positions the store recovered for it (wrote/committed/flushed/read; "recovered" because
   a read-only open computes them from the data, as RocketMQ's recovery does), how many
@@ -11,7 +11,8 @@ returns a JSON-ready ``dict``:
   how long, and how many non-zero bytes its tail holds -- RocketMQ's transient store pool
   leaves stale bytes there), unwritten space, or bytes that do not decode.  Only record
   headers are read (size, magic, sysFlag, store time): cheap even for 1 GiB files;
-  ``rmqstore verify`` is the full check.
+  ``rmqstore verify`` is the full check.  ``commitlog.strays`` names the other entries of
+  the folder (not segments: never read, see :func:`rmqstore.store_dir.list_store_files`);
 * ``topics`` -- every consume queue with its min/max queue offsets and the end of the last
   message it knows;
 * ``index`` -- every index file's header, ``checkpoint`` (:func:`read_checkpoint`), the
@@ -38,6 +39,7 @@ from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
 from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_timestamp_position
 from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
 from .record import MessageRecord, decode_message_id, decode_record
+from .store_dir import list_store_files
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
 
 __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
@@ -134,27 +136,15 @@ def _probe_segment(path: str, size: int) -> dict:
     return out
 
 
-def _segments(store, progress) -> list[dict]:
-    d = os.path.join(store.root, "commitlog")
-    try:
-        names = sorted(n for n in os.listdir(d) if len(n) == 20 and n.isascii() and n.isdigit())
-    except OSError:
-        names = []
-    mapped = {mf.file_from_offset: mf for mf in store.commit_log.mapped_file_queue.mapped_files}
-    sizes = {}
-    for n in names:
-        try:
-            sizes[n] = os.stat(os.path.join(d, n)).st_size
-        except OSError:
-            sizes[n] = 0
-    total = sum(sizes.values())
+def _segments(files, mapped_files, progress) -> list[dict]:
+    mapped = {mf.file_from_offset: mf for mf in mapped_files}
+    total = sum(f.size for f in files)
     done = 0
     out = []
-    for name in names:
-        path = os.path.join(d, name)
-        size = sizes[name]
-        seg = {"file": name, "offset": int(name), "size": size, "inStore": int(name) in mapped}
-        mf = mapped.get(int(name))
+    for f in files:
+        path, name, size = f.path, f.name, f.size
+        seg = {"file": name, "offset": f.offset, "size": size, "inStore": f.offset in mapped}
+        mf = mapped.get(f.offset)
         if mf is not None:
             seg.update({"wrotePosition": mf.wrote_position, "committedPosition": mf.committed_position,
                         "flushedPosition": mf.flushed_position, "readPosition": mf.read_position,
@@ -270,7 +260,8 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
     root = store.root
     cfg = store.config
     queue = store.commit_log.mapped_file_queue
-    segments = _segments(store, progress)
+    listing = list_store_files(os.path.join(root, "commitlog"))
+    segments = _segments(listing.files, queue.mapped_files, progress)
     topics = _topics(store)
     index = _index(store)
     min_off = queue.get_min_offset() if queue.mapped_files else (segments[0]["offset"] if segments else 0)
@@ -282,7 +273,8 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
                    "consumeQueueFileSize": cfg.mapped_file_size_consume_queue,
                    "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num},
         "commitlog": {"minOffset": min_off, "maxOffset": max_off, "files": len(segments),
-                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments},
+                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments,
+                      "strays": [s.name for s in listing.strays]},
         "topics": topics,
         "consumeQueues": {"queues": sum(len(t["queues"]) for t in topics),
                           "messages": sum(t["messages"] for t in topics),
@@ -307,6 +299,10 @@ def _issues(info: dict, max_off: int) -> list[str]:
     if lock.get("heldByPid"):
         issues.append(f"lock held by process {lock['heldByPid']}: a broker is running on this store")
     segs = info["commitlog"]["segments"]
+    strays = info["commitlog"]["strays"]
+    if strays:
+        issues.append(f"{len(strays)} file(s) in commitlog/ not named by a 20-digit offset, not read and left "
+                      f"alone ({', '.join(strays[:3])})")
     size = info["config"]["commitLogFileSize"]
     odd = [s["file"] for s in segs if s["size"] != size]
     if odd:
