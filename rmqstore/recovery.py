@@ -427,7 +427,7 @@ def _all_zero(path: str) -> bool:
 def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     """Files at the end of a segment directory that have the wrong size and hold only zeros."""
     out = []
-    for f in reversed(list_store_files(directory).files):
+    for f in reversed(list_store_files(directory).check().files):
         if f.size == size or not _all_zero(f.path):
             break
         out.append(f.path)
@@ -451,7 +451,7 @@ def remove_creation_leftovers(store) -> list[str]:
         return []
     doomed = []
     for d in [os.path.join(store.root, "commitlog"), *_queue_dirs(store.root)]:
-        doomed += [stray.path for stray in list_store_files(d).strays
+        doomed += [stray.path for stray in list_store_files(d).check().strays
                    if _CREATING.fullmatch(stray.name) and os.path.isfile(stray.path)]
     for path in doomed:
         log.warning("deleting %s: the temp file of a segment creation that a crash interrupted", path)
@@ -470,7 +470,7 @@ def remove_interrupted_allocations(store) -> list[str]:
     from .index import index_file_size
 
     expected = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
-    doomed += [f.path for f in list_store_files(os.path.join(store.root, "index"), "index").files
+    doomed += [f.path for f in list_store_files(os.path.join(store.root, "index"), "index").check().files
                if f.size != expected and _all_zero(f.path)]
     for path in doomed:
         log.warning("deleting %s: wrong size and empty, a file whose creation a crash interrupted", path)

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, commitlog_records, run_cli
 
-from rmqstore import Message
+from rmqstore import Message, MessageStore
 from rmqstore.errors import RmqStoreError, StoreError
 from rmqstore.record import MessageRecord
 from rmqstore.store import open_store
-from rmqstore.store_dir import list_store_files
+from rmqstore.store_dir import infer_config, list_store_files
 from rmqstore.verify import ERROR, verify
 
 UNICODE_ZEROS = "\u0660" * 20  # ARABIC-INDIC DIGIT ZERO: str.isdigit() says yes
@@ -252,3 +252,19 @@ def test_random_file_alone_in_commitlog_is_damage_for_every_command(tmp_path):
     assert codes["verify"] == 1 and codes["dump"] == 1 and codes["inspect"] != 0, codes
     with pytest.raises(RmqStoreError):
         open_store(root, read_only=True)
+
+
+def test_refused_writable_open_deletes_nothing(basic):
+    """The start-up clean-ups list through the same listing: a store that will be refused is not touched."""
+    (basic / "abort").write_bytes(b"")
+    misfit = basic / "commitlog" / "00000000000000524288"
+    misfit.write_bytes(bytes(100))  # what an interrupted allocation leaves: deleted on a normal start
+    creating = basic / "commitlog" / "00000000000000589824.123.creating"
+    creating.write_bytes(b"")
+    dangling = basic / "consumequeue" / "TopicA" / "0" / "00000000000000012000"
+    dangling.symlink_to("nowhere")
+    store = MessageStore(basic, infer_config(str(FIXTURES / "basic" / "store")))
+    with pytest.raises(StoreError, match=dangling.name):
+        store.load()
+    store.close()
+    assert misfit.exists() and creating.exists() and os.path.islink(dangling)
