@@ -170,6 +170,14 @@ DIFFERENCES = {
                               "deleted on every writable load.",
     "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
                   "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
+    "store_file_names": "Only names of exactly 20 ASCII digits are segments (17 for index files); any other "
+                        "entry of a store folder is reported and left alone, never loaded or deleted. RocketMQ "
+                        "loads every file of the folder and parses its name with Long.parseLong, which also "
+                        "takes Unicode decimal digits: a stray copy of a segment under such a name is loaded as a "
+                        "segment of the log. An entry named like a segment that cannot "
+                        "be one (a dangling symlink, a symlink loop, a directory, a file over 2**31-1 bytes, a "
+                        "name past 2**63-1 or off the file-size grid) makes the load refuse the store, naming "
+                        "it; RocketMQ fails on some of these and logs and loads the off-grid ones.",
 }
 
 _I32 = struct.Struct(">i")

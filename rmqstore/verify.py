@@ -9,11 +9,21 @@ where (a file relative to the store root, and a byte position in it) and what.
 
 What is checked, and why:
 
+store folders (:func:`rmqstore.store_dir.list_store_files`, the listing every reader uses)
+    * only names of exactly 20 ASCII digits are segments (17 for index files); anything
+      else is a stray, reported as a warning and never read; an entry with such a name
+      that cannot be a file of the store (a dangling symlink, a symlink loop, a directory,
+      a file over 2**31 - 1 bytes, a name past the largest offset) is an error and not read;
+    * a segment whose name is not a multiple of the file size cannot be placed among the
+      others: an error, and it is not read -- so what verify reads, and the memory and time
+      it takes, follow the files present, never the offsets their names claim;
+
 commitlog (``commitlog/<20-digit start offset>``)
     * files are contiguous: each is named by the offset where the previous one ended, all
-      have the segment size, names are multiples of it -- RocketMQ maps a global offset to
-      a file by division, so a missing or odd-sized file makes later offsets unreadable
-      (``MappedFileQueue#doLoad`` even refuses to start);
+      have the segment size -- RocketMQ maps a global offset to a file by division, so a
+      missing or odd-sized file makes later offsets unreadable (``MappedFileQueue#doLoad``
+      even refuses to start); the segment size is told by the files that hold a record, so
+      a file of random bytes alone in ``commitlog/`` is damage, not a store;
     * the size chain: a file's first record is at position 0, each record starts where the
       previous one ended, and a file ends in an END_OF_FILE blank that reaches exactly its
       end -- the only way recovery and dispatch find records is by following sizes; a
@@ -120,7 +130,7 @@ KINDS = {
     "unexpected_file": "a file or directory that is not part of a store layout",
     # commitlog
     "file_size": "a file's size differs from the size its kind of file has in this store",
-    "file_name": "a file's name is not a multiple of the file size",
+    "file_name": "a file's name cannot place it (not a multiple of the file size, or past the largest offset)",
     "missing_segment": "a commitlog file is missing between two others",
     "overlapping_segment": "a commitlog file starts before the previous one ends",
     "undecodable_record": "bytes where a record must start do not decode",
