@@ -11,13 +11,14 @@ returns a JSON-ready ``dict``:
   how long, and how many non-zero bytes its tail holds -- RocketMQ's transient store pool
   leaves stale bytes there), unwritten space, or bytes that do not decode.  Only record
   headers are read (size, magic, sysFlag, store time): cheap even for 1 GiB files;
-  ``rmqstore verify`` is the full check.  ``commitlog.strays`` names the other entries of
-  the folder (not segments: never read, see :func:`rmqstore.store_dir.list_store_files`);
+  ``rmqstore verify`` is the full check.
 * ``topics`` -- every consume queue with its min/max queue offsets and the end of the last
   message it knows;
 * ``index`` -- every index file's header, ``checkpoint`` (:func:`read_checkpoint`), the
   ``abort`` flag, the ``lock`` file (and the process holding it, if any), the free space of
   the file system;
+* ``strays`` -- entries of the store folders that are not store files (never read, never
+  deleted; see :func:`rmqstore.store_dir.list_store_files`);
 * ``health`` -- one line: ``"OK"`` or what looks wrong (``issues`` lists each).
 
 Nothing is written; files are opened read-only.
@@ -241,6 +242,14 @@ def _lock(root: str) -> dict:
     return out
 
 
+def _strays(store) -> list[str]:
+    """Entries of the commitlog, consume-queue and index folders that are not store files (relative paths)."""
+    folders = [(os.path.join(store.root, "commitlog"), "segment"), (os.path.join(store.root, "index"), "index")]
+    folders += [(cq.mapped_file_queue.store_path, "segment") for cq in store.consume_queue_table.values()]
+    return sorted(os.path.relpath(s.path, store.root).replace(os.sep, "/")
+                  for d, kind in folders for s in list_store_files(d, kind).strays)
+
+
 def _disk(root: str) -> dict:
     try:
         st = os.statvfs(root)
@@ -260,8 +269,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
     root = store.root
     cfg = store.config
     queue = store.commit_log.mapped_file_queue
-    listing = list_store_files(os.path.join(root, "commitlog"))
-    segments = _segments(listing.files, queue.mapped_files, progress)
+    segments = _segments(list_store_files(os.path.join(root, "commitlog")).files, queue.mapped_files, progress)
     topics = _topics(store)
     index = _index(store)
     min_off = queue.get_min_offset() if queue.mapped_files else (segments[0]["offset"] if segments else 0)
@@ -273,8 +281,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
                    "consumeQueueFileSize": cfg.mapped_file_size_consume_queue,
                    "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num},
         "commitlog": {"minOffset": min_off, "maxOffset": max_off, "files": len(segments),
-                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments,
-                      "strays": [s.name for s in listing.strays]},
+                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments},
         "topics": topics,
         "consumeQueues": {"queues": sum(len(t["queues"]) for t in topics),
                           "messages": sum(t["messages"] for t in topics),
@@ -284,6 +291,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
         "abort": os.path.exists(os.path.join(root, "abort")),
         "lock": _lock(root),
         "disk": _disk(root),
+        "strays": _strays(store),
     }
     issues = _issues(out, max_off)
     out["issues"] = issues
@@ -299,10 +307,10 @@ def _issues(info: dict, max_off: int) -> list[str]:
     if lock.get("heldByPid"):
         issues.append(f"lock held by process {lock['heldByPid']}: a broker is running on this store")
     segs = info["commitlog"]["segments"]
-    strays = info["commitlog"]["strays"]
+    strays = info["strays"]
     if strays:
-        issues.append(f"{len(strays)} file(s) in commitlog/ not named by a 20-digit offset, not read and left "
-                      f"alone ({', '.join(strays[:3])})")
+        issues.append(f"{len(strays)} entr{'ies' if len(strays) > 1 else 'y'} in store folders not named like "
+                      f"store files, not read and left alone ({', '.join(strays[:3])})")
     size = info["config"]["commitLogFileSize"]
     odd = [s["file"] for s in segs if s["size"] != size]
     if odd:

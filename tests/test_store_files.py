@@ -109,6 +109,27 @@ def test_stray_copy_of_a_segment_is_reported_and_not_used(basic, stray):
     code, out, err = run_cli(["inspect", basic])
     assert code == 0, err
     assert "reads the log up to" not in out
+    assert f"commitlog/{stray}" in out  # reported in the health line
+
+
+def test_strays_in_every_store_folder_are_reported_and_kept(basic):
+    strays = [basic / "consumequeue" / "TopicA" / "0" / UNICODE_ZEROS, basic / "index" / ("\u0662" * 17),
+              basic / "commitlog" / "00000000000000065536.bak"]
+    for p in strays:
+        p.write_bytes(b"not a store file")
+    from rmqstore.inspect_store import inspect
+
+    store = open_store(basic, read_only=True)
+    try:
+        assert inspect(store)["strays"] == sorted(str(p.relative_to(basic)) for p in strays)
+    finally:
+        store.close()
+    assert {p.path for p in verify(basic).warnings if p.kind == "unexpected_file"} == \
+        {str(p.relative_to(basic)) for p in strays}
+    store = open_store(basic, read_only=False)
+    store.shutdown()
+    assert all(p.read_bytes() == b"not a store file" for p in strays)
+    _assert_every_message_readable(basic)
 
 
 def test_writable_open_with_a_stray_keeps_every_byte(basic):
