@@ -20,7 +20,7 @@ Which entries of a folder are files of the store:
 * anything else is a *stray* (a copy under another name, an editor's backup, a note):
   listed so that callers can report it, and otherwise left alone -- never read as part
   of the store, never deleted.  RocketMQ loads every file of the folder, whatever its
-  name; a stray copy of a segment then shifts the whole log.
+  name, so a stray copy of a segment is loaded as one.
 * an entry with a store file's name that cannot be one is *unusable* -- an error naming
   the file (:class:`~rmqstore.errors.StoreError` from :meth:`FolderListing.check`), since
   a store missing one of its files must not be opened as if the file were not there: a
@@ -43,7 +43,8 @@ import stat
 from dataclasses import dataclass, replace
 
 from .config import StoreConfig
-from .errors import StoreError
+from .errors import CorruptRecordError, StoreError
+from .record import decode_record
 
 __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "consume_queue_file_size",
            "index_dimensions", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
@@ -59,13 +60,12 @@ _NAME_DIGITS = {"segment": 20, "index": 17}
 @dataclass(frozen=True)
 class StoreFile:
     """A file of the store: its name, the number the name spells (a segment's start offset; an
-    index file's creation time as yyyyMMddHHmmssSSS), its size, and the bytes allocated on disk."""
+    index file's creation time as yyyyMMddHHmmssSSS) and its size (a symlink's target's)."""
 
     path: str
     name: str
     offset: int
     size: int
-    allocated: int
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,8 @@ def grid_problem(offset: int, file_size: int) -> str | None:
     return None
 
 
-def _unusable_why(path: str, st) -> str | None:
+def _unusable_why(st) -> str | None:
+    """Why an entry with a store file's name, ``st`` its stat result, cannot be one (None: it can)."""
     if st is None:
         return None
     if stat.S_ISDIR(st.st_mode):
@@ -178,13 +179,13 @@ def list_store_files(directory, kind: str = "segment") -> FolderListing:
             continue
         st, why = _stat(path)
         if why is None:
-            why = _unusable_why(path, st)
+            why = _unusable_why(st)
         if why is None and kind == "segment" and number > MAX_OFFSET:
             why = f"name {number} is past the largest offset a log can reach ({MAX_OFFSET})"
         if why is not None:
             unusable.append(UnusableFile(path, name, why))
         elif st is not None:
-            files.append(StoreFile(path, name, number, st.st_size, st.st_blocks * 512))
+            files.append(StoreFile(path, name, number, st.st_size))
     return FolderListing(directory, tuple(files), tuple(strays), tuple(unusable))
 
 
@@ -234,9 +235,6 @@ def resolve_store_root(path) -> str:
 def holds_record(path: str, size: int) -> bool:
     """True when a commitlog file starts with a record that decodes (a blank too) or with 8 zero
     bytes (space never written): the file can tell the store's segment size."""
-    from .errors import CorruptRecordError
-    from .record import decode_record
-
     if size < 8:
         return False
     try:
@@ -277,20 +275,15 @@ def commitlog_segment_size(root: str) -> int | None:
 
 def consume_queue_file_size(root: str) -> int | None:
     """The size of consume-queue files (the first queue directory that has any)."""
-    base = os.path.join(root, "consumequeue")
-    if not os.path.isdir(base):
-        return None
-    for topic in sorted(os.listdir(base)):
-        tdir = os.path.join(base, topic)
-        if not os.path.isdir(tdir):
-            continue
-        for qid in sorted(os.listdir(tdir)):
-            files = list_store_files(os.path.join(tdir, qid)).check().files
-            if files:
-                size = files[0].size
-                if size < 20:
-                    raise StoreError(f"{files[0].path}: a consume-queue file of {size} bytes holds no 20-byte unit")
-                return size
+    from .consume_queue import consume_queue_dir, consume_queue_ids  # it imports this module
+
+    for topic, qid in consume_queue_ids(root):
+        files = list_store_files(consume_queue_dir(root, topic, qid)).check().files
+        if files:
+            size = files[0].size
+            if size < 20:
+                raise StoreError(f"{files[0].path}: a consume-queue file of {size} bytes holds no 20-byte unit")
+            return size
     return None
 
 
