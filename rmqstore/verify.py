@@ -664,6 +664,7 @@ class _Verifier:
             if i == len(files) - 1:
                 written = f.last_nonzero_end(usable)
                 usable = written + (-written) % _CQ_UNIT
+            q.checked[start] = bytearray(usable // _CQ_UNIT)  # the units read, not the file's size
             for pos in range(0, usable, _CQ_UNIT):
                 offset, size, tags = _UNIT.unpack_from(f.buf, pos)
                 n = (start + pos) // _CQ_UNIT
@@ -687,7 +688,6 @@ class _Verifier:
             present += usable // _CQ_UNIT
         q.max = max(end_unit, q.min)
         q.horizon = last_valid_end
-        q.checked = {start: bytearray(min(f.size, cqs) // _CQ_UNIT) for start, f in files}
         self.report.units += max(present - (q.min - q.first_start // _CQ_UNIT), 0)
         return True
 

@@ -289,3 +289,22 @@ def test_refused_writable_open_deletes_nothing(basic):
         store.load()
     store.close()
     assert misfit.exists() and creating.exists() and os.path.islink(dangling)
+
+
+def test_sparse_consume_queue_costs_what_is_present(basic):
+    """The last consume-queue file of a queue grown to 2**31 - 1 bytes of holes: verify reads the units
+    written, not the size (the file's size is reported)."""
+    last = basic / "consumequeue" / "TopicA" / "0" / "00000000000000006000"
+    os.truncate(last, 2**31 - 1)
+    tracemalloc.start()
+    began = time.monotonic()
+    try:
+        report = verify(basic)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - began < 20
+    assert peak < 64 << 20, peak
+    assert any(p.kind == "file_size" and p.path == "consumequeue/TopicA/0/00000000000000006000"
+               for p in report.errors), [str(p) for p in report.errors]
+    assert report.units == 600
