@@ -79,11 +79,13 @@ class StrayFile:
 
 @dataclass(frozen=True)
 class UnusableFile:
-    """An entry named like a store file that cannot be read as one; ``why`` says what it is."""
+    """An entry named like a store file that cannot be read as one; ``why`` says what it is, and
+    ``bad_name`` is True when the name itself is the problem (an offset past :data:`MAX_OFFSET`)."""
 
     path: str
     name: str
     why: str
+    bad_name: bool = False
 
     def error(self) -> StoreError:
         return StoreError(f"{self.path}: {self.why}")
@@ -177,11 +179,13 @@ def list_store_files(directory, kind: str = "segment") -> FolderListing:
             strays.append(StrayFile(path, name, f"not a file of the store (those are named by exactly {digits} "
                                                 "ASCII digits); left alone"))
             continue
+        if kind == "segment" and number > MAX_OFFSET:
+            unusable.append(UnusableFile(path, name, f"name {number} is past the largest offset a log can reach "
+                                                     f"({MAX_OFFSET})", bad_name=True))
+            continue
         st, why = _stat(path)
         if why is None:
             why = _unusable_why(st)
-        if why is None and kind == "segment" and number > MAX_OFFSET:
-            why = f"name {number} is past the largest offset a log can reach ({MAX_OFFSET})"
         if why is not None:
             unusable.append(UnusableFile(path, name, why))
         elif st is not None:

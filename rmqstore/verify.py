@@ -110,7 +110,7 @@ from .index import index_key_hash
 from .layout import CHECKPOINT_FILE_SIZE, INDEX_ENTRY, INDEX_HEADER
 from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
 from .record import BlankRecord, decode_record
-from .store_dir import (MAX_OFFSET, FolderListing, data_extents, grid_problem, holds_record, list_store_files,
+from .store_dir import (FolderListing, data_extents, grid_problem, holds_record, list_store_files,
                         resolve_store_root)
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE,
                       TRANSACTION_ROLLBACK_TYPE)
@@ -569,8 +569,7 @@ class _Verifier:
         for stray in listing.strays:
             self.add("unexpected_file", self.rel(stray.path), None, f"not {what}; not read, left alone", WARNING)
         for bad in listing.unusable:
-            past = kind == "segment" and int(bad.name) > MAX_OFFSET
-            self.add("file_name" if past else "unreadable_file", self.rel(bad.path), None,
+            self.add("file_name" if bad.bad_name else "unreadable_file", self.rel(bad.path), None,
                      f"{bad.why}; not examined")
         return list(listing.files)
 

@@ -84,14 +84,13 @@ def _verify_bounded(root: Path):
 
 def test_listing_takes_exactly_20_ascii_digits(basic):
     cl = basic / "commitlog"
-    for name in (UNICODE_ZEROS, SUPERSCRIPT_TWOS, "0000000000000000000", "000000000000000000000", "+0000000000000065536",
-                 "0000000000000006_536", "notes.txt"):
+    strays = [UNICODE_ZEROS, SUPERSCRIPT_TWOS, "0000000000000000000", "000000000000000000000",
+              "+0000000000000065536", "0000000000000006_536", " 0000000000000065536", "notes.txt"]
+    for name in strays:
         (cl / name).write_bytes(b"x")
     listing = list_store_files(cl)
     assert [f.offset for f in listing.files] == [i * 65536 for i in range(8)]
-    assert sorted(s.name for s in listing.strays) == sorted(
-        [UNICODE_ZEROS, SUPERSCRIPT_TWOS, "0000000000000000000", "000000000000000000000", "+0000000000000065536",
-         "0000000000000006_536", "notes.txt"])
+    assert sorted(s.name for s in listing.strays) == sorted(strays)
     assert not listing.unusable
 
 
