@@ -145,8 +145,9 @@ def test_strays_in_every_store_folder_are_reported_and_kept(basic):
     _assert_every_message_readable(basic)
 
 
-def test_writable_open_with_a_stray_keeps_every_byte(basic):
-    stray = basic / "commitlog" / UNICODE_ZEROS
+@pytest.mark.parametrize("name", [UNICODE_ZEROS, SUPERSCRIPT_TWOS])
+def test_writable_open_with_a_stray_keeps_every_byte(basic, name):
+    stray = basic / "commitlog" / name
     shutil.copy(basic / "commitlog" / "00000000000000065536", stray)
     before = {p.name: _digest(p) for p in (basic / "commitlog").iterdir()}
     store = open_store(basic, read_only=False)
@@ -158,10 +159,10 @@ def test_writable_open_with_a_stray_keeps_every_byte(basic):
         store.shutdown()
     after = {p.name: _digest(p) for p in (basic / "commitlog").iterdir()}
     assert set(before) <= set(after), "a segment or the stray was deleted"
-    assert after[UNICODE_ZEROS] == before[UNICODE_ZEROS]
-    for name in before:
-        if name not in (UNICODE_ZEROS, "00000000000000458752"):  # the last segment got the new message
-            assert after[name] == before[name], name
+    assert after[name] == before[name]
+    for other in before:
+        if other not in (name, "00000000000000458752"):  # the last segment got the new message
+            assert after[other] == before[other], other
     _assert_every_message_readable(basic)
 
 
