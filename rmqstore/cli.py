@@ -134,6 +134,8 @@ def _dump(args: argparse.Namespace, io: Streams) -> int:
     include_body = not args.no_body
     dumps = json.JSONEncoder(ensure_ascii=True, separators=(",", ":")).encode
     scan = CommitLogScan(args.store)
+    for stray in scan.strays:
+        io.stderr.write(f"{PROG}: warning: {stray.path}: {stray.why}\n")
     with _progress(io, "dump", scan.total_bytes) as progress:
         scan.progress = progress.update
         lines = []

@@ -33,6 +33,7 @@ import time
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, OS_PAGE_SIZE
 from .mapped_file import disk_problem, reserve_space
+from .store_dir import list_store_files
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 
@@ -283,13 +284,14 @@ class IndexService:
         self._lock = threading.RLock()
 
     def load(self, last_exit_ok: bool = True) -> bool:
-        if not os.path.isdir(self.store_path):
-            return True
         expected = index_file_size(self.hash_slot_num, self.index_num)
-        for name in sorted(os.listdir(self.store_path)):
-            path = os.path.join(self.store_path, name)
-            if os.path.getsize(path) != expected:
-                raise StoreError(f"{path} is {os.path.getsize(path)} bytes; with {self.hash_slot_num} slots and "
+        listing = list_store_files(self.store_path, "index").check()
+        for stray in listing.strays:
+            log.warning("%s: %s", stray.path, stray.why)
+        for entry in listing.files:
+            path = entry.path
+            if entry.size != expected:
+                raise StoreError(f"{path} is {entry.size} bytes; with {self.hash_slot_num} slots and "
                                  f"{self.index_num} entries an index file is {expected} bytes")
             f = IndexFile(path, self.hash_slot_num, self.index_num, read_only=self.read_only)
             if not last_exit_ok and self.checkpoint is not None and \

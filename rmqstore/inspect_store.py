@@ -3,7 +3,7 @@
 :func:`inspect` takes a store opened read-only (:func:`rmqstore.store.open_store`) and
 returns a JSON-ready ``dict``:
 
-* ``commitlog.segments`` -- every commitlog file on disk (also those the read-only open
+* ``commitlog.segments`` -- every commitlog segment on disk (also those the read-only open
   left out, such as a pre-allocated file after the end of the log), with its size, the
   positions the store recovered for it (wrote/committed/flushed/read; "recovered" because
   a read-only open computes them from the data, as RocketMQ's recovery does), how many
@@ -17,6 +17,8 @@ returns a JSON-ready ``dict``:
 * ``index`` -- every index file's header, ``checkpoint`` (:func:`read_checkpoint`), the
   ``abort`` flag, the ``lock`` file (and the process holding it, if any), the free space of
   the file system;
+* ``strays`` -- entries of the store folders that are not store files (never read, never
+  deleted; see :func:`rmqstore.store_dir.list_store_files`);
 * ``health`` -- one line: ``"OK"`` or what looks wrong (``issues`` lists each).
 
 Nothing is written; files are opened read-only.
@@ -38,6 +40,7 @@ from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
 from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_timestamp_position
 from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
 from .record import MessageRecord, decode_message_id, decode_record
+from .store_dir import list_store_files
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
 
 __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
@@ -134,27 +137,15 @@ def _probe_segment(path: str, size: int) -> dict:
     return out
 
 
-def _segments(store, progress) -> list[dict]:
-    d = os.path.join(store.root, "commitlog")
-    try:
-        names = sorted(n for n in os.listdir(d) if len(n) == 20 and n.isascii() and n.isdigit())
-    except OSError:
-        names = []
-    mapped = {mf.file_from_offset: mf for mf in store.commit_log.mapped_file_queue.mapped_files}
-    sizes = {}
-    for n in names:
-        try:
-            sizes[n] = os.stat(os.path.join(d, n)).st_size
-        except OSError:
-            sizes[n] = 0
-    total = sum(sizes.values())
+def _segments(files, mapped_files, progress) -> list[dict]:
+    mapped = {mf.file_from_offset: mf for mf in mapped_files}
+    total = sum(f.size for f in files)
     done = 0
     out = []
-    for name in names:
-        path = os.path.join(d, name)
-        size = sizes[name]
-        seg = {"file": name, "offset": int(name), "size": size, "inStore": int(name) in mapped}
-        mf = mapped.get(int(name))
+    for f in files:
+        path, name, size = f.path, f.name, f.size
+        seg = {"file": name, "offset": f.offset, "size": size, "inStore": f.offset in mapped}
+        mf = mapped.get(f.offset)
         if mf is not None:
             seg.update({"wrotePosition": mf.wrote_position, "committedPosition": mf.committed_position,
                         "flushedPosition": mf.flushed_position, "readPosition": mf.read_position,
@@ -251,6 +242,14 @@ def _lock(root: str) -> dict:
     return out
 
 
+def _strays(store) -> list[str]:
+    """Entries of the commitlog, consume-queue and index folders that are not store files (relative paths)."""
+    folders = [(os.path.join(store.root, "commitlog"), "segment"), (os.path.join(store.root, "index"), "index")]
+    folders += [(cq.mapped_file_queue.store_path, "segment") for cq in store.consume_queue_table.values()]
+    return sorted(os.path.relpath(s.path, store.root).replace(os.sep, "/")
+                  for d, kind in folders for s in list_store_files(d, kind).strays)
+
+
 def _disk(root: str) -> dict:
     try:
         st = os.statvfs(root)
@@ -270,7 +269,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
     root = store.root
     cfg = store.config
     queue = store.commit_log.mapped_file_queue
-    segments = _segments(store, progress)
+    segments = _segments(list_store_files(os.path.join(root, "commitlog")).files, queue.mapped_files, progress)
     topics = _topics(store)
     index = _index(store)
     min_off = queue.get_min_offset() if queue.mapped_files else (segments[0]["offset"] if segments else 0)
@@ -292,6 +291,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
         "abort": os.path.exists(os.path.join(root, "abort")),
         "lock": _lock(root),
         "disk": _disk(root),
+        "strays": _strays(store),
     }
     issues = _issues(out, max_off)
     out["issues"] = issues
@@ -307,6 +307,10 @@ def _issues(info: dict, max_off: int) -> list[str]:
     if lock.get("heldByPid"):
         issues.append(f"lock held by process {lock['heldByPid']}: a broker is running on this store")
     segs = info["commitlog"]["segments"]
+    strays = info["strays"]
+    if strays:
+        issues.append(f"{len(strays)} entr{'ies' if len(strays) > 1 else 'y'} in store folders not named like "
+                      f"store files, not read and left alone ({', '.join(strays[:3])})")
     size = info["config"]["commitLogFileSize"]
     odd = [s["file"] for s in segs if s["size"] != size]
     if odd:

@@ -49,6 +49,7 @@ import threading
 
 from .errors import StoreError
 from .layout import OS_PAGE_SIZE
+from .store_dir import parse_file_name
 
 __all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name", "reserve_space", "disk_problem"]
 
@@ -163,10 +164,10 @@ class MappedFile:
         self.file_name = str(file_name)
         self.file_size = file_size
         base = os.path.basename(self.file_name)
-        try:
-            self.file_from_offset = int(base)
-        except ValueError:
-            raise StoreError(f"{self.file_name}: a segment file is named by its 20-digit start offset") from None
+        offset = parse_file_name(base)
+        if offset is None:
+            raise StoreError(f"{self.file_name}: a segment file is named by its start offset, 20 ASCII digits")
+        self.file_from_offset = offset
         self.read_only = read_only
         self.wrote_position = 0
         self.committed_position = 0

@@ -19,6 +19,7 @@ import os
 
 from .errors import StoreError
 from .mapped_file import MappedFile, disk_problem, offset_to_file_name
+from .store_dir import grid_problem, list_store_files
 
 __all__ = ["MappedFileQueue"]
 
@@ -42,24 +43,30 @@ class MappedFileQueue:
 
     # -- loading -------------------------------------------------------------------
     def load(self) -> bool:
-        """Map every existing file (all must have the configured size); positions = full."""
-        if not os.path.isdir(self.store_path):
-            return True
-        names = sorted(n for n in os.listdir(self.store_path) if n.isdigit())
+        """Map every segment of the folder (all must have the configured size and sit on the grid
+        of that size); positions = full.  Strays are logged and left alone
+        (:func:`rmqstore.store_dir.list_store_files`); an unusable entry is a StoreError."""
+        listing = list_store_files(self.store_path).check()
+        for stray in listing.strays:
+            log.warning("%s: %s", stray.path, stray.why)
         files = []
-        for name in names:
-            path = os.path.join(self.store_path, name)
-            size = os.path.getsize(path)
-            if size != self.mapped_file_size:
-                log.warning("%s length %d not matched message store config value %d",
-                            path, size, self.mapped_file_size)
-                for mf in files:
-                    mf.shutdown()
-                raise StoreError(f"{path} is {size} bytes but the configured segment size is "
-                                 f"{self.mapped_file_size}; every segment must have that size")
-            mf = MappedFile(path, self.mapped_file_size, read_only=self.read_only)
-            mf.set_positions(self.mapped_file_size)
-            files.append(mf)
+        try:
+            for f in listing.files:
+                if f.size != self.mapped_file_size:
+                    log.warning("%s length %d not matched message store config value %d",
+                                f.path, f.size, self.mapped_file_size)
+                    raise StoreError(f"{f.path} is {f.size} bytes but the configured segment size is "
+                                     f"{self.mapped_file_size}; every segment must have that size")
+                why = grid_problem(f.offset, self.mapped_file_size)
+                if why is not None:
+                    raise StoreError(f"{f.path}: {why}; the segment cannot be placed in the log")
+                mf = MappedFile(f.path, self.mapped_file_size, read_only=self.read_only)
+                mf.set_positions(self.mapped_file_size)
+                files.append(mf)
+        except BaseException:
+            for mf in files:
+                mf.shutdown()
+            raise
         self.mapped_files = files
         return True
 

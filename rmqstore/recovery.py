@@ -131,6 +131,7 @@ from .errors import CorruptRecordError
 from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION,
                      store_timestamp_position)
 from .record import decode_record
+from .store_dir import list_store_files
 
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
@@ -169,6 +170,14 @@ DIFFERENCES = {
                               "deleted on every writable load.",
     "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
                   "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
+    "store_file_names": "Only names of exactly 20 ASCII digits are segments (17 for index files); any other "
+                        "entry of a store folder is reported and left alone, never loaded or deleted. RocketMQ "
+                        "loads every file of the folder and parses its name with Long.parseLong, which also "
+                        "takes Unicode decimal digits: a stray copy of a segment under such a name is loaded as a "
+                        "segment of the log. An entry named like a segment that cannot "
+                        "be one (a dangling symlink, a symlink loop, a directory, a file over 2**31-1 bytes, a "
+                        "name past 2**63-1 or off the file-size grid) makes the load refuse the store, naming "
+                        "it; RocketMQ fails on some of these and logs and loads the off-grid ones.",
 }
 
 _I32 = struct.Struct(">i")
@@ -425,16 +434,11 @@ def _all_zero(path: str) -> bool:
 
 def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     """Files at the end of a segment directory that have the wrong size and hold only zeros."""
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.isdigit())
-    except FileNotFoundError:
-        return []
     out = []
-    for name in reversed(names):
-        path = os.path.join(directory, name)
-        if os.path.getsize(path) == size or not _all_zero(path):
+    for f in reversed(list_store_files(directory).check().files):
+        if f.size == size or not _all_zero(f.path):
             break
-        out.append(path)
+        out.append(f.path)
     return out
 
 
@@ -455,11 +459,8 @@ def remove_creation_leftovers(store) -> list[str]:
         return []
     doomed = []
     for d in [os.path.join(store.root, "commitlog"), *_queue_dirs(store.root)]:
-        try:
-            names = sorted(os.listdir(d))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        doomed += [os.path.join(d, n) for n in names if _CREATING.fullmatch(n)]
+        doomed += [stray.path for stray in list_store_files(d).check().strays
+                   if _CREATING.fullmatch(stray.name) and os.path.isfile(stray.path)]
     for path in doomed:
         log.warning("deleting %s: the temp file of a segment creation that a crash interrupted", path)
         os.remove(path)
@@ -474,15 +475,11 @@ def remove_interrupted_allocations(store) -> list[str]:
     doomed = _trailing_empty_misfits(os.path.join(store.root, "commitlog"), cfg.mapped_file_size_commit_log)
     for qdir in _queue_dirs(store.root):
         doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
-    idir = os.path.join(store.root, "index")
-    if os.path.isdir(idir):
-        from .index import index_file_size
+    from .index import index_file_size
 
-        expected = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
-        for name in sorted(os.listdir(idir)):
-            path = os.path.join(idir, name)
-            if os.path.isfile(path) and os.path.getsize(path) != expected and _all_zero(path):
-                doomed.append(path)
+    expected = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
+    doomed += [f.path for f in list_store_files(os.path.join(store.root, "index"), "index").check().files
+               if f.size != expected and _all_zero(f.path)]
     for path in doomed:
         log.warning("deleting %s: wrong size and empty, a file whose creation a crash interrupted", path)
         os.remove(path)

@@ -7,8 +7,9 @@ next segment stay untouched).
 
 Rules, as RocketMQ's own walk (``CommitLog#checkMessageAndReturnSize``) sees a log:
 
-* segments are the files with 20-digit names, in offset order; each must start where the
-  previous one ended;
+* segments are the files named by exactly 20 ASCII digits
+  (:func:`rmqstore.store_dir.list_store_files`), in offset order; each must start where the
+  previous one ended; other files are strays (:attr:`CommitLogScan.strays`) and not read;
 * inside a segment, records follow each other from position 0; a blank (END_OF_FILE)
   record ends the segment and the walk goes on in the next one;
 * 8 zero bytes -- space never written -- end the log;
@@ -29,6 +30,7 @@ from typing import Callable, Iterator
 
 from .errors import CorruptRecordError, StoreError
 from .record import BlankRecord, decode_record
+from .store_dir import list_store_files
 
 __all__ = ["Segment", "ScanStop", "CommitLogScan", "find_commitlog_dir", "list_segments", "scan_commitlog"]
 
@@ -86,28 +88,19 @@ def find_commitlog_dir(path) -> str:
     sub = os.path.join(path, "commitlog")
     if os.path.isdir(sub):
         return sub
-    if any(_is_segment_name(n) for n in os.listdir(path)):
+    if list_store_files(path).files:
         return path
     raise StoreError(f"{path}: not a store (no commitlog/ directory)")
 
 
-def _is_segment_name(name: str) -> bool:
-    return len(name) == 20 and name.isdigit()
-
-
 def list_segments(commitlog_dir) -> list[Segment]:
-    """The segment files (20-digit names) of a commitlog directory, sorted by offset."""
-    commitlog_dir = os.fspath(commitlog_dir)
-    out = []
-    for name in os.listdir(commitlog_dir):
-        if not _is_segment_name(name):
-            continue
-        path = os.path.join(commitlog_dir, name)
-        if not os.path.isfile(path):
-            continue
-        out.append(Segment(int(name), path, os.path.getsize(path)))
-    out.sort(key=lambda s: s.offset)
-    return out
+    """The segment files of a commitlog directory, sorted by offset (:func:`rmqstore.store_dir.list_store_files`:
+    strays are not segments; an entry named like a segment that cannot be read is a StoreError)."""
+    return _segments_of(list_store_files(commitlog_dir).check())
+
+
+def _segments_of(listing) -> list[Segment]:
+    return [Segment(f.offset, f.path, f.size) for f in listing.files]
 
 
 class CommitLogScan:
@@ -120,7 +113,10 @@ class CommitLogScan:
 
     def __init__(self, store_path, progress: Callable[[int, int], None] | None = None):
         self.commitlog_dir = find_commitlog_dir(store_path)
-        self.segments = list_segments(self.commitlog_dir)
+        listing = list_store_files(self.commitlog_dir).check()
+        self.segments = _segments_of(listing)
+        #: entries of the commitlog directory that are not segments (reported, never read)
+        self.strays = listing.strays
         self.total_bytes = sum(s.size for s in self.segments)
         self.progress = progress
         self.stop: ScanStop | None = None

@@ -9,11 +9,21 @@ where (a file relative to the store root, and a byte position in it) and what.
 
 What is checked, and why:
 
+store folders (:func:`rmqstore.store_dir.list_store_files`, the listing every reader uses)
+    * only names of exactly 20 ASCII digits are segments (17 for index files); anything
+      else is a stray, reported as a warning and never read; an entry with such a name
+      that cannot be a file of the store (a dangling symlink, a symlink loop, a directory,
+      a file over 2**31 - 1 bytes, a name past the largest offset) is an error and not read;
+    * a segment whose name is not a multiple of the file size cannot be placed among the
+      others: an error, and it is not read -- so what verify reads, and the memory and time
+      it takes, follow the files present, never the offsets their names claim;
+
 commitlog (``commitlog/<20-digit start offset>``)
     * files are contiguous: each is named by the offset where the previous one ended, all
-      have the segment size, names are multiples of it -- RocketMQ maps a global offset to
-      a file by division, so a missing or odd-sized file makes later offsets unreadable
-      (``MappedFileQueue#doLoad`` even refuses to start);
+      have the segment size -- RocketMQ maps a global offset to a file by division, so a
+      missing or odd-sized file makes later offsets unreadable (``MappedFileQueue#doLoad``
+      even refuses to start); the segment size is told by the files that hold a record, so
+      a file of random bytes alone in ``commitlog/`` is damage, not a store;
     * the size chain: a file's first record is at position 0, each record starts where the
       previous one ended, and a file ends in an END_OF_FILE blank that reaches exactly its
       end -- the only way recovery and dispatch find records is by following sizes; a
@@ -95,12 +105,13 @@ from .checkpoint import read_checkpoint
 from .config import StoreConfig
 from .crc import crc32
 from .dispatch import tags_code_of
-from .errors import CorruptRecordError, RmqStoreError
+from .errors import CorruptRecordError, RmqStoreError, StoreError
 from .index import index_key_hash
 from .layout import CHECKPOINT_FILE_SIZE, INDEX_ENTRY, INDEX_HEADER
 from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
 from .record import BlankRecord, decode_record
-from .store_dir import resolve_store_root
+from .store_dir import (FolderListing, data_extents, grid_problem, holds_record, list_store_files,
+                        resolve_store_root)
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE,
                       TRANSACTION_ROLLBACK_TYPE)
 
@@ -119,7 +130,7 @@ KINDS = {
     "unexpected_file": "a file or directory that is not part of a store layout",
     # commitlog
     "file_size": "a file's size differs from the size its kind of file has in this store",
-    "file_name": "a file's name is not a multiple of the file size",
+    "file_name": "a file's name cannot place it (not a multiple of the file size, or past the largest offset)",
     "missing_segment": "a commitlog file is missing between two others",
     "overlapping_segment": "a commitlog file starts before the previous one ends",
     "undecodable_record": "bytes where a record must start do not decode",
@@ -288,35 +299,32 @@ def _pick_size(sizes: list[int], prefer=None, first: int | None = None) -> int |
     return max(tied)
 
 
-def _is_segment_name(name: str) -> bool:
-    return len(name) == 20 and name.isascii() and name.isdigit()
+def _files(directory: str, kind: str = "segment") -> FolderListing:
+    """:func:`rmqstore.store_dir.list_store_files`, with a folder that cannot be listed as empty."""
+    try:
+        return list_store_files(directory, kind)
+    except StoreError:
+        return FolderListing(directory)
 
 
-def _is_offset_name(name: str) -> bool:
-    return 0 < len(name) <= 20 and name.isascii() and name.isdigit()
-
-
-def _infer_sizes(root: str) -> _Sizes:
-    """Sizes from the files, tolerant of odd ones (which the checks then report)."""
-    sizes = _Sizes(delay_levels=StoreConfig().delay_level_table())
-    cl = os.path.join(root, "commitlog")
-    seg = [(n, _file_size(os.path.join(cl, n))) for n in _listdir(cl) if _is_segment_name(n)]
-    seg = [(n, s) for n, s in seg if s is not None]
-    if seg:
-        sizes.commitlog = _pick_size([s for _, s in seg], prefer=lambda s: s > 8, first=seg[0][1])
-    cq = []
+def _queue_file_dirs(root: str):
+    """Every directory two levels under ``consumequeue/`` (where consume-queue files are)."""
     base = os.path.join(root, "consumequeue")
     for topic in _listdir(base):
         for qid in _listdir(os.path.join(base, topic)):
-            qdir = os.path.join(base, topic, qid)
-            for n in _listdir(qdir):
-                if _is_offset_name(n):
-                    s = _file_size(os.path.join(qdir, n))
-                    if s is not None:
-                        cq.append(s)
+            yield os.path.join(base, topic, qid)
+
+
+def _infer_sizes(root: str) -> _Sizes:
+    """Sizes from the files, tolerant of odd ones (which the checks then report).  The commitlog
+    size is told only by files that hold a record (:func:`rmqstore.store_dir.holds_record`)."""
+    sizes = _Sizes(delay_levels=StoreConfig().delay_level_table())
+    seg = [f.size for f in _files(os.path.join(root, "commitlog")).files if f.size > 8 and holds_record(f.path, f.size)]
+    if seg:
+        sizes.commitlog = _pick_size(seg, first=seg[0])
+    cq = [f.size for qdir in _queue_file_dirs(root) for f in _files(qdir).files]
     sizes.consume_queue = _pick_size(cq, prefer=lambda s: s > 0 and s % _CQ_UNIT == 0)
-    idx = [s for s in (_file_size(os.path.join(root, "index", n)) for n in _listdir(os.path.join(root, "index")))
-           if s is not None]
+    idx = [f.size for f in _files(os.path.join(root, "index"), "index").files]
     fits = [s for s in idx if s > 40 + 84 - 1 and (s - 40) % 84 == 0]
     size = _pick_size(fits)
     if size is not None:
@@ -332,28 +340,37 @@ def _sizes_of(config: StoreConfig) -> _Sizes:
 
 # -- helpers -----------------------------------------------------------------------------------
 
-def _first_nonzero(buf, start: int, end: int) -> int | None:
-    """Position of the first non-zero byte in ``buf[start:end]``, or None."""
-    pos = start
-    while pos < end:
-        n = min(_CHUNK, end - pos)
-        chunk = buf[pos:pos + n]
-        if chunk != _ZERO_CHUNK[:n]:
-            stripped = chunk.lstrip(b"\0")
-            return pos + (n - len(stripped))
-        pos += n
+def _data_in(start: int, end: int, extents) -> list[tuple[int, int]]:
+    """The parts of ``[start, end)`` that hold data (``extents``: a file's data regions, None = all)."""
+    if extents is None:
+        return [(start, end)] if start < end else []
+    return [(max(a, start), min(b, end)) for a, b in extents if a < end and b > start]
+
+
+def _first_nonzero(buf, start: int, end: int, extents=None) -> int | None:
+    """Position of the first non-zero byte in ``buf[start:end]``, or None (holes are skipped)."""
+    for a, b in _data_in(start, end, extents):
+        pos = a
+        while pos < b:
+            n = min(_CHUNK, b - pos)
+            chunk = buf[pos:pos + n]
+            if chunk != _ZERO_CHUNK[:n]:
+                stripped = chunk.lstrip(b"\0")
+                return pos + (n - len(stripped))
+            pos += n
     return None
 
 
-def _last_nonzero_end(buf, size: int) -> int:
-    """Position just after the last non-zero byte of ``buf[:size]`` (0 when all zero)."""
-    end = size
-    while end > 0:
-        start = max(0, end - _CHUNK)
-        chunk = buf[start:end]
-        if chunk != _ZERO_CHUNK[:end - start]:
-            return start + len(chunk.rstrip(b"\0"))
-        end = start
+def _last_nonzero_end(buf, size: int, extents=None) -> int:
+    """Position just after the last non-zero byte of ``buf[:size]`` (0 when all zero; holes are skipped)."""
+    for a, b in reversed(_data_in(0, size, extents)):
+        end = b
+        while end > a:
+            start = max(a, end - _CHUNK)
+            chunk = buf[start:end]
+            if chunk != _ZERO_CHUNK[:end - start]:
+                return start + len(chunk.rstrip(b"\0"))
+            end = start
     return 0
 
 
@@ -369,12 +386,19 @@ def _record_keys(topic: str, props: dict) -> set[str]:
 
 
 class _MappedFile:
-    """A read-only view of one file: an mmap, or ``b""`` for an empty file."""
+    """A read-only view of one file: an mmap, or ``b""`` for an empty file; ``extents`` are its
+    data regions (:func:`rmqstore.store_dir.data_extents`, None: all of it)."""
 
-    __slots__ = ("path", "rel", "size", "buf")
+    __slots__ = ("path", "rel", "size", "buf", "extents")
 
-    def __init__(self, path: str, rel: str, size: int, buf):
-        self.path, self.rel, self.size, self.buf = path, rel, size, buf
+    def __init__(self, path: str, rel: str, size: int, buf, extents=None):
+        self.path, self.rel, self.size, self.buf, self.extents = path, rel, size, buf, extents
+
+    def first_nonzero(self, start: int, end: int | None = None) -> int | None:
+        return _first_nonzero(self.buf, start, self.size if end is None else end, self.extents)
+
+    def last_nonzero_end(self, size: int) -> int:
+        return _last_nonzero_end(self.buf, size, self.extents)
 
 
 class _Queue:
@@ -386,8 +410,28 @@ class _Queue:
         self.files: dict[int, _MappedFile] = {}
         self.min = self.max = 0
         self.horizon = -1
-        self.checked = bytearray()
+        #: per file (by start): one byte per unit, set once a record matched it -- as large as the
+        #: files present, whatever offsets their names claim
+        self.checked: dict[int, bytearray] = {}
         self.first_start = self.last_start = 0
+
+    def mark(self, n: int, cq_size: int) -> None:
+        """Unit ``n`` matched its record."""
+        pos = n * _CQ_UNIT
+        start = pos - pos % cq_size
+        done = self.checked.get(start)
+        if done is not None and (pos - start) // _CQ_UNIT < len(done):
+            done[(pos - start) // _CQ_UNIT] = 1
+
+    def present_units(self, unchecked: bool = False):
+        """Numbers of the units in ``[min, max)`` that the files present hold, in order (with
+        ``unchecked``: only those no record matched)."""
+        for start in sorted(self.checked):
+            done = self.checked[start]
+            first = start // _CQ_UNIT
+            for n in range(max(self.min, first), min(self.max, first + len(done))):
+                if not (unchecked and done[n - first]):
+                    yield n
 
     def unit(self, n: int, cq_size: int):
         pos = n * _CQ_UNIT
@@ -484,10 +528,11 @@ class _Verifier:
             except (OSError, ValueError) as exc:
                 self.add("unreadable_file", rel, None, f"cannot map: {exc}")
                 return None
+            extents = data_extents(fd, size)
         finally:
             os.close(fd)
         self._stack.callback(buf.close)
-        return _MappedFile(path, rel, size, buf)
+        return _MappedFile(path, rel, size, buf, extents)
 
     # -- run ----------------------------------------------------------------------------------
     def run(self) -> VerifyReport:
@@ -509,16 +554,24 @@ class _Verifier:
         return self.report
 
     def _estimate_total(self) -> int:
-        total = 0
-        for sub in ("commitlog", "index"):
-            d = os.path.join(self.root, sub)
-            total += sum(_file_size(os.path.join(d, n)) or 0 for n in _listdir(d))
-        base = os.path.join(self.root, "consumequeue")
-        for topic in _listdir(base):
-            for qid in _listdir(os.path.join(base, topic)):
-                qdir = os.path.join(base, topic, qid)
-                total += sum(_file_size(os.path.join(qdir, n)) or 0 for n in _listdir(qdir))
-        return total
+        dirs = [(os.path.join(self.root, "commitlog"), "segment"), (os.path.join(self.root, "index"), "index")]
+        dirs += [(qdir, "segment") for qdir in _queue_file_dirs(self.root)]
+        return sum(f.size for d, kind in dirs for f in _files(d, kind).files)
+
+    def store_files(self, directory: str, kind: str, what: str) -> list:
+        """The files of one store folder (:func:`rmqstore.store_dir.list_store_files`); strays are
+        reported as warnings and left alone, entries that cannot be store files as errors."""
+        try:
+            listing = list_store_files(directory, kind)
+        except StoreError as exc:
+            self.add("unreadable_file", self.rel(directory), None, str(exc))
+            return []
+        for stray in listing.strays:
+            self.add("unexpected_file", self.rel(stray.path), None, f"not {what}; not read, left alone", WARNING)
+        for bad in listing.unusable:
+            self.add("file_name" if bad.bad_name else "unreadable_file", self.rel(bad.path), None,
+                     f"{bad.why}; not examined")
+        return list(listing.files)
 
     def check_store_files(self) -> None:
         self.abort = os.path.exists(os.path.join(self.root, "abort"))
@@ -560,34 +613,30 @@ class _Verifier:
                 yield topic, int(qid), qdir
 
     def _load_queue(self, q: _Queue, qdir: str, cqs: int | None) -> bool:
-        names = []
-        for n in _listdir(qdir):
-            p = os.path.join(qdir, n)
-            if _is_offset_name(n) and os.path.isfile(p):
-                names.append((int(n), n, p))
-            else:
-                self.add("unexpected_file", self.rel(p), None, "not a consume-queue file (named by a logical "
-                         "offset of up to 20 digits)", WARNING)
+        names = self.store_files(qdir, "segment", "a consume-queue file (named by its 20-digit logical offset)")
         if not names:
             return False
-        names.sort()
         if not cqs or cqs < _CQ_UNIT:
-            for _, n, p in names:
-                self.add("file_size", self.rel(p), None, "the consume-queue file size of this store cannot be told "
-                         "(no file holds whole 20-byte units)")
+            for sf in names:
+                self.add("file_size", self.rel(sf.path), None, "the consume-queue file size of this store cannot be "
+                         "told (no file holds whole 20-byte units)")
             return False
         prev_end = None
         files = []
-        for start, n, p in names:
-            f = self.open(p)
+        for sf in names:
+            start, n = sf.offset, sf.name
+            why = grid_problem(start, cqs)
+            if why is not None:  # cannot be placed among the queue's units: not read
+                self.add("file_name", self.rel(sf.path), None, f"{why}; its units cannot be numbered, not examined")
+                self.tick(sf.size)
+                continue
+            f = self.open(sf.path)
             if f is None:
                 continue
             self.tick(f.size)
             if f.size != cqs:
                 self.add("file_size", f.rel, None, f"consume-queue file is {f.size} bytes; the other consume-queue "
                          f"files of this store are {cqs} bytes")
-            if start % cqs:
-                self.add("file_name", f.rel, None, f"name {start} is not a multiple of the file size {cqs}")
             if prev_end is not None and start != prev_end:
                 if start > prev_end:
                     for off in range(prev_end, start, cqs)[:10]:
@@ -612,8 +661,9 @@ class _Verifier:
         for i, (start, f) in enumerate(files):
             usable = min(f.size, cqs) - min(f.size, cqs) % _CQ_UNIT
             if i == len(files) - 1:
-                written = _last_nonzero_end(f.buf, usable)
+                written = f.last_nonzero_end(usable)
                 usable = written + (-written) % _CQ_UNIT
+            q.checked[start] = bytearray(usable // _CQ_UNIT)  # the units read, not the file's size
             for pos in range(0, usable, _CQ_UNIT):
                 offset, size, tags = _UNIT.unpack_from(f.buf, pos)
                 n = (start + pos) // _CQ_UNIT
@@ -637,7 +687,6 @@ class _Verifier:
             present += usable // _CQ_UNIT
         q.max = max(end_unit, q.min)
         q.horizon = last_valid_end
-        q.checked = bytearray(q.max - q.min)
         self.report.units += max(present - (q.min - q.first_start // _CQ_UNIT), 0)
         return True
 
@@ -649,17 +698,11 @@ class _Verifier:
         slots, num = self.sizes.slots, self.sizes.entries
         expected = 40 + 4 * slots + 20 * num if slots else None
         prev = None
-        for name in _listdir(d):
-            p = os.path.join(d, name)
-            if not os.path.isfile(p):
-                self.add("unexpected_file", self.rel(p), None, "not an index file", WARNING)
-                continue
-            f = self.open(p)
+        for sf in self.store_files(d, "index", "an index file (named yyyyMMddHHmmssSSS, 17 digits)"):
+            f = self.open(sf.path)
             if f is None:
                 continue
             self.tick(f.size)
-            if not (len(name) == 17 and name.isascii() and name.isdigit()):
-                self.add("unexpected_file", f.rel, None, "index files are named yyyyMMddHHmmssSSS", WARNING)
             if expected is None:
                 self.add("file_size", f.rel, None, f"index file of {f.size} bytes: no index file of this store "
                          "has a size of 40 + 4*slots + 20*(4*slots) bytes, so its layout cannot be told")
@@ -759,16 +802,16 @@ class _Verifier:
         cl = os.path.join(self.root, "commitlog")
         if not os.path.isdir(cl):
             return
-        segs = []
-        for n in _listdir(cl):
-            p = os.path.join(cl, n)
-            if _is_segment_name(n) and os.path.isfile(p):
-                segs.append((int(n), p))
-            else:
-                self.add("unexpected_file", self.rel(p), None,
-                         "not a commitlog file (named by its 20-digit start offset)", WARNING)
-        segs.sort()
         size = self.sizes.commitlog
+        segs = []
+        for sf in self.store_files(cl, "segment", "a commitlog file (named by its 20-digit start offset)"):
+            why = grid_problem(sf.offset, size) if size and size > 8 else None
+            if why is not None:  # cannot be placed in the log: not walked
+                self.add("file_name", self.rel(sf.path), None, f"{why}; the file cannot be placed in the log, "
+                         "not examined")
+                self.tick(sf.size)
+                continue
+            segs.append((sf.offset, sf.path))
         self.report.segments = len(segs)
         if not segs:
             return
@@ -791,14 +834,14 @@ class _Verifier:
                 continue
             self.report.commitlog_bytes += f.size
             if size is None or size <= 8:
-                self.add("file_size", f.rel, None, f"commitlog file of {f.size} bytes: too small to hold records")
+                self.add("file_size", f.rel, None, f"commitlog file of {f.size} bytes that holds no record (at "
+                         "position 0 neither a record that decodes nor unwritten space), and no commitlog file "
+                         "that does tells the segment size: not a segment")
                 self.tick(f.size)
                 continue
             if f.size != size:
                 self.add("file_size", f.rel, None, f"commitlog file is {f.size} bytes; the other commitlog files "
                          f"of this store are {size} bytes (truncated, or bytes appended?)")
-            if start % size:
-                self.add("file_name", f.rel, None, f"name {start} is not a multiple of the file size {size}")
             if expected is not None and start != expected:
                 if start > expected:
                     for off in range(expected, start, size)[:10]:
@@ -858,7 +901,7 @@ class _Verifier:
 
     def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
         """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
-        return _first_nonzero(f.buf, pos, f.size)
+        return f.first_nonzero(pos)
 
     def _walk_segment(self, start: int, f: _MappedFile, seg_size: int, pos: int = 0, stop: int | None = None):
         """Follow the size chain of one segment from ``pos`` (a record start); with ``stop``, return
@@ -921,7 +964,7 @@ class _Verifier:
                 unit = q.unit(qo, self.sizes.consume_queue)
                 if unit is not None and unit[0] == phys:
                     backed = True
-                    q.checked[qo - q.min] = 1
+                    q.mark(qo, self.sizes.consume_queue)
                     want = tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels)
                     self._compare_unit(q, qo, unit, rec.total_size, want, phys, rel, pos)
             if not backed:
@@ -1032,10 +1075,7 @@ class _Verifier:
         expired = 0
         unbacked_offsets = None
         for key, q in self.queues.items():
-            for i, done in enumerate(q.checked):
-                if done:
-                    continue
-                n = q.min + i
+            for n in q.present_units(unchecked=True):
                 if (key, n) in self.reported_units:
                     continue
                 unit = q.unit(n, cqs)

@@ -40,6 +40,7 @@ from rmqstore import cli
 from rmqstore.errors import RmqStoreError
 from rmqstore.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
 from rmqstore.record import BlankRecord
+from rmqstore.scan import scan_commitlog
 from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from rmqstore.store import open_store
 from rmqstore.verify import ERROR, verify
@@ -460,6 +461,11 @@ def exercise(root: Path) -> None:
 
 
 def _exercise(root: Path) -> None:
+    try:
+        for _ in scan_commitlog(root):
+            pass
+    except RmqStoreError:
+        pass
     report = verify(root)
     assert report.root
     try:
@@ -494,32 +500,71 @@ def test_garbage_store_raises_only_store_errors(case):
         exercise(root)
 
 
+def _odd_name(rng: random.Random, name: str) -> str:
+    """A name a store file may find itself under: Unicode digits (``str.isdigit`` says yes), one
+    digit too few or too many, past the largest offset, off the size grid, far away, or plain junk."""
+    n = len(name)
+    number = int(name) if name.isdigit() else 0
+    return rng.choice([
+        "\u0660" * n, "\u00b2" * n, "\u0663" + name[1:], name[1:], "0" + name, "+" + name[1:], name + ".bak",
+        "9" * n, f"{2**63 - 1:0{n}d}"[-n:], f"{number + 1:0{n}d}", f"{number + 20 * 10**8:0{n}d}",
+        f"{number + 10**12 * 65536:0{n}d}"[-n:], "notes.txt",
+    ])
+
+
+def _mutate(rng: random.Random, root: Path, rel: str) -> None:
+    """One fault in the file ``rel`` of ``root``: bytes, size, name, or what the entry is."""
+    path = root / rel
+    if not path.is_file() or path.is_symlink():
+        return
+    size = path.stat().st_size
+    action = rng.random()
+    if action < 0.35 and size:  # bytes
+        pos = rng.randrange(size)
+        chunk = rng.randbytes(rng.randrange(1, 64))
+        with open(path, "r+b") as f:
+            f.seek(pos)
+            f.write(chunk[:size - pos])
+    elif action < 0.45:  # truncated
+        os.truncate(path, rng.randrange(size + 1))
+    elif action < 0.52:  # extended, densely or sparsely (up to 1 TiB: holes)
+        if rng.random() < 0.5:
+            with open(path, "ab") as f:
+                f.write(rng.randbytes(rng.randrange(1, 64)))
+        else:
+            os.truncate(path, rng.choice([size + 4096, 2**31 - 1, 2**31, 2**40]))
+    elif action < 0.72:  # renamed, or a copy under another name
+        target = path.with_name(_odd_name(rng, path.name))
+        if not target.exists():
+            (shutil.copyfile if rng.random() < 0.5 else os.rename)(path, target)
+    elif action < 0.84:  # replaced by a symlink: a loop, dangling, or to another file
+        os.remove(path)
+        path.symlink_to(rng.choice([path.name, "nowhere/" + path.name, os.path.relpath(root / "checkpoint",
+                                                                                      path.parent)]))
+    elif action < 0.9:  # a directory where the file was
+        os.remove(path)
+        path.mkdir()
+    else:  # a stray planted next to it
+        (path.parent / _odd_name(rng, path.name)).write_bytes(rng.randbytes(rng.randrange(0, 2000)))
+
+
 @SETTINGS
-@given(name=st.sampled_from(["txn_delay", "boundary"]), seed=st.integers(0, 2**32 - 1),
+@given(name=st.sampled_from(["txn_delay", "boundary", "basic"]), seed=st.integers(0, 2**32 - 1),
        splices=st.integers(1, 4))
 def test_spliced_fixture_raises_only_store_errors(name, seed, splices):
+    """Real RocketMQ stores with faults in bytes, file sizes (truncated, extended, sparse up to
+    1 TiB), file names (Unicode digits, wrong lengths, past the largest offset, off the grid)
+    and entries (symlink loops, dangling symlinks, directories, strays): every reader raises
+    nothing but RmqStoreError, changes nothing, and the commands exit 0, 1 or 2 with no
+    internal error."""
     rng = random.Random(seed)
     files = [f for kind in ("commitlog", "consumequeue", "index", "checkpoint") for f in files_of(name)[kind]]
     with tempfile.TemporaryDirectory() as tmp:
         root = copy_store(name, tmp)
         for _ in range(splices):
-            rel = rng.choice(files)
-            path = root / rel
-            size = path.stat().st_size
-            action = rng.random()
-            if action < 0.7 and size:
-                pos = rng.randrange(size)
-                chunk = rng.randbytes(rng.randrange(1, 64))
-                with open(path, "r+b") as f:
-                    f.seek(pos)
-                    f.write(chunk[:size - pos])
-            elif action < 0.85:
-                os.truncate(path, rng.randrange(size + 1))
-            else:
-                with open(path, "ab") as f:
-                    f.write(rng.randbytes(rng.randrange(1, 64)))
+            _mutate(rng, root, rng.choice(files))
         exercise(root)
-        for argv in (["verify", root], ["inspect", root], ["msg", root, "--offset", "0"]):
+        for argv in (["verify", root], ["inspect", root], ["msg", root, "--offset", "0"], ["dump", root]):
             code, out, err = run_cli(argv)
             assert "internal error" not in err, (argv, err)
             assert code in (0, 1, 2)

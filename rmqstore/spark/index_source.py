@@ -29,7 +29,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from ..errors import StoreError
 from ..index import IndexFile, index_file_size
 from ..layout import INDEX_ENTRY, INDEX_HEADER
-from ..store_dir import index_dimensions, resolve_store_root
+from ..store_dir import index_dimensions, list_store_files, resolve_store_root
 from ._columns import arrow_schema, layout_columns
 from ._options import source_paths
 
@@ -58,16 +58,12 @@ def _partitions(paths: list[str], dims: tuple[int, int] | None) -> list[IndexPar
         if found is None:
             continue  # no index files: no rows
         slots, num = found
-        d = os.path.join(root, "index")
         expected = index_file_size(slots, num)
-        for name in sorted(os.listdir(d)):
-            path = os.path.join(d, name)
-            if not os.path.isfile(path):
-                continue
-            if os.path.getsize(path) != expected:
-                raise StoreError(f"{path} is {os.path.getsize(path)} bytes; with {slots} slots and {num} entries "
+        for f in list_store_files(os.path.join(root, "index"), "index").check().files:
+            if f.size != expected:
+                raise StoreError(f"{f.path} is {f.size} bytes; with {slots} slots and {num} entries "
                                  f"an index file is {expected} bytes (options hashSlotNum / indexNum)")
-            parts.append(IndexPartition(store, path, slots, num))
+            parts.append(IndexPartition(store, f.path, slots, num))
     return parts
 
 

@@ -74,8 +74,9 @@ from ..properties import string_to_properties
 from ..ranges import find_record_start
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from .commitlog_source import DEFAULT_SPLIT
-from ..verify import (ERROR, _DETAIL_CAP, _IndexFile, _is_segment_name, _listdir, _MappedFile, _prepare, _Queue,
-                      _record_keys, _Sizes, _Verifier, _first_nonzero, VerifyReport)
+from ..store_dir import grid_problem, parse_file_name
+from ..verify import (ERROR, _DETAIL_CAP, _IndexFile, _files, _MappedFile, _prepare, _Queue, _record_keys, _Sizes,
+                      _Verifier, VerifyReport)
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
 
@@ -174,7 +175,7 @@ def _range_task(spec):
         f = v.open(path)
         if f is None:
             return sid, v.rel(path), a, None, []
-        base = int(os.path.basename(path))
+        base = parse_file_name(os.path.basename(path))
         b = min(b, f.size) if a else b  # the first range always walks (an empty file has no blank)
         last = b >= f.size
         begin = 0 if a == 0 else find_record_start(f.buf, base, a, b)
@@ -188,8 +189,8 @@ def _range_task(spec):
             "begin": begin, "end": b, "state": state[0], "at": at,
             "records": v.report.records, "blanks": v.report.blanks, "data_end": v.data_end,
             "max_ts": v.max_store_ts, "corrupt_regions": v.corrupt_regions,
-            "nonzero": _first_nonzero(f.buf, a, min(b, f.size)),
-            "nonzero_after_end": _first_nonzero(f.buf, at, min(b, f.size)) if state[0] == "unwritten" else None,
+            "nonzero": f.first_nonzero(a, min(b, f.size)),
+            "nonzero_after_end": f.first_nonzero(at, min(b, f.size)) if state[0] == "unwritten" else None,
         }
         return sid, f.rel, a, summary, v.facts
 
@@ -244,7 +245,7 @@ def _queue_task(spec):
         ok = v._load_queue(q, qdir, sizes.consume_queue)
         units = []
         if ok:
-            for n in range(q.min, q.max):
+            for n in q.present_units():
                 u = q.unit(n, sizes.consume_queue)
                 if u is not None:
                     units.append((sid, topic, qid, qorder, n, u[0], u[1], u[2]))
@@ -305,8 +306,9 @@ class _SparkVerifier(_Verifier):
         self.report.suppressed = suppressed
 
     def open(self, path: str):
-        if os.path.basename(os.path.dirname(path)) == "commitlog" and _is_segment_name(os.path.basename(path)):
-            self.stamp = (4, int(os.path.basename(path)), -1)  # a segment's file checks come before its records
+        start = parse_file_name(os.path.basename(path))
+        if os.path.basename(os.path.dirname(path)) == "commitlog" and start is not None:
+            self.stamp = (4, start, -1)  # a segment's file checks come before its records
         return super().open(path)
 
     def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
@@ -434,8 +436,7 @@ class _Run:
         for sid, v in enumerate(self.vs):
             d = os.path.join(v.root, "index")
             if v.sizes.slots and os.path.isdir(d):
-                specs += [(sid, v.root, v.sizes, os.path.join(d, n)) for n in _listdir(d)
-                          if os.path.isfile(os.path.join(d, n))]
+                specs += [(sid, v.root, v.sizes, f.path) for f in _files(d, "index").files]
         rdd = self._tasks(_index_task, specs, [_file_bytes(s[-1]) for s in specs])
         for sid, rel, res, _ in rdd.map(lambda r: r[:3] + (None,)).collect():
             if res is not None:
@@ -454,12 +455,11 @@ class _Run:
         for sid, v in enumerate(self.vs):
             cl = os.path.join(v.root, "commitlog")
             if v.sizes.commitlog and v.sizes.commitlog > 8 and os.path.isdir(cl):
-                for n in _listdir(cl):
-                    path = os.path.join(cl, n)
-                    if _is_segment_name(n) and os.path.isfile(path):
-                        size = _file_bytes(path)
-                        specs += [(sid, v.root, v.sizes, bool(v.index_files), path, a, a + self.split)
-                                  for a in range(0, max(size, 1), self.split)]
+                for f in _files(cl).files:
+                    if grid_problem(f.offset, v.sizes.commitlog) is not None:
+                        continue  # reported by the walk on the driver, never read
+                    specs += [(sid, v.root, v.sizes, bool(v.index_files), f.path, a, a + self.split)
+                              for a in range(0, max(f.size, 1), self.split)]
         rdd = self._tasks(_range_task, specs, [s[-1] - s[-2] for s in specs])
         by_segment: dict[tuple[int, str], list] = {}
         for sid, rel, a, res, _ in rdd.map(lambda r: r[:4] + (None,)).collect():
@@ -643,7 +643,7 @@ def _file_bytes(path: str) -> int:
 
 
 def _dir_bytes(path: str) -> int:
-    return sum(_file_bytes(os.path.join(path, n)) for n in _listdir(path))
+    return sum(f.size for f in _files(path).files)
 
 
 # -- partition functions (run in tasks) -----------------------------------------------------------------
