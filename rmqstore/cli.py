@@ -125,7 +125,7 @@ def _dump_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("store", metavar="STORE", help="store root (holding commitlog/) or a commitlog directory")
     p.add_argument("--json", dest="format", action="store_const", const="json", default="json",
                    help="JSON lines, one object per record, blanks included (the default, and for now the "
-                        "only format)")
+                        "only format): the body is a lowercase hex string, hosts are \"ip:port\" strings")
     p.add_argument("--no-body", action="store_true", help="leave the body out (such a dump cannot be loaded)")
 
 
@@ -546,6 +546,13 @@ def _num(n) -> str:
     return f"{n:,}" if isinstance(n, int) else ("-" if n is None else str(n))
 
 
+def _when(iso: str | None, millis: int) -> str:
+    """A record's time as ISO text; 0 is a time never set (a producer that sent none), not 1970."""
+    if not millis:
+        return "not set (0)"
+    return iso or str(millis)
+
+
 def _elide(text: str, width: int = 48) -> str:
     """A long name shortened in the middle for a table (JSON output keeps it whole)."""
     if len(text) <= width:
@@ -608,16 +615,16 @@ def _segment_end(seg: dict) -> str:
     end = seg.get("end") or "?"
     blank = seg.get("blank")
     if blank is not None:
-        text = f"blank@{blank['pos']} ({blank['declaredSize']} B"
+        text = f"blank@{_num(blank['pos'])} ({_num(blank['declaredSize'])} B"
         if blank["tailNonZeroBytes"]:
-            text += f", {blank['tailNonZeroBytes']} stale bytes"
+            text += f", {_num(blank['tailNonZeroBytes'])} stale bytes"
         if not blank["reachesFileEnd"]:
             text += ", short"
         return text + ")"
     if end == "unwritten":
-        text = f"unwritten@{seg['dataEnd']}"
+        text = f"unwritten@{_num(seg['dataEnd'])}"
         if seg.get("nonZeroAfterEnd"):
-            text += f" (+{seg['nonZeroAfterEnd']} non-zero)"
+            text += f" (+{_num(seg['nonZeroAfterEnd'])} non-zero)"
         return text if seg["inStore"] or seg["records"] else "empty (pre-allocated)"
     return end
 
@@ -666,7 +673,7 @@ def _print_inspect(out: _Out, info: dict) -> None:
         pos = "-"
         if "wrotePosition" in seg:
             w, c, f = seg["wrotePosition"], seg["committedPosition"], seg["flushedPosition"]
-            pos = str(w) if w == c == f else f"{w}/{c}/{f}"
+            pos = _num(w) if w == c == f else f"{_num(w)}/{_num(c)}/{_num(f)}"
         stored = "-" if not seg["firstStoreTime"] else f"{when(seg['firstStoreTime'])} .. {when(seg['lastStoreTime'])}"
         rows.append([seg["file"], _num(seg["size"]), _num(seg["records"]), pos, _segment_end(seg), stored])
     out.table(["file", "size", "records", "position", "ends with", "stored" + (f" ({day})" if day else "")],
@@ -834,14 +841,14 @@ def _print_message(out: _Out, info: dict, show_body: bool = True) -> None:
         cq_text = f"unit {cq['queueOffset']} points at offset {cq['unit'][0]}, not here"
     rows = [
         ("msgId", info["msg_id"]),
-        ("where", f"{info['file']} position {info['position']} (commitlog offset {info['offset']}), "
-                  f"{info['total_size']} bytes"),
+        ("where", f"{info['file']} position {_num(info['position'])} (commitlog offset {_num(info['offset'])}), "
+                  f"{_num(info['total_size'])} bytes"),
         ("topic", info["topic"]),
         ("queue", f"{info['queue_id']}, queue offset {info['queue_offset']}"),
         ("keys", ", ".join(info["keys"]) or "-"),
         ("tags", props.get("TAGS", "-")),
-        ("born", f"{info['born_time'] or info['born_timestamp']} from {info['born_host']}"),
-        ("stored", f"{info['store_time'] or info['store_timestamp']} on {info['store_host']}"),
+        ("born", f"{_when(info['born_time'], info['born_timestamp'])} from {info['born_host']}"),
+        ("stored", f"{_when(info['store_time'], info['store_timestamp'])} on {info['store_host']}"),
         ("flag", info["flag"]),
         ("sysFlag", f"{info['sys_flag']:#x} ({names})"),
         ("reconsume", info["reconsume_times"]),
@@ -950,7 +957,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, cmd in COMMANDS.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(p)
-        p.set_defaults(_run=cmd.run)
+        p.set_defaults(_run=cmd.run, _parser=p)
     from .spark.cli import add_spark_parser  # imports no pyspark until `rmqstore spark` runs
 
     add_spark_parser(sub)
@@ -964,7 +971,9 @@ def main(argv=None, *, stdin=None, stdout=None, stderr=None) -> int:
                  stderr if stderr is not None else sys.stderr)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # the command's own usage names the mistake, not the top-level one
+            getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse already printed usage and the error
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:

@@ -237,10 +237,14 @@ def data_extents(fd: int, size: int, cap: int = 4096) -> list[tuple[int, int]] |
 
 
 def resolve_store_root(path) -> str:
-    """The store root of ``path``: itself, or ``path/store`` for a fixture folder (a fixture: <name>/store)."""
+    """The store root of ``path``: itself, ``path/store`` for a fixture folder (a fixture: <name>/store),
+    or the store whose ``commitlog/`` folder ``path`` is (what ``rmqstore dump`` also accepts)."""
     root = os.fspath(path)
     if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
         root = os.path.join(root, "store")
+    elif os.path.basename(os.path.normpath(root)) == "commitlog" and os.path.isdir(root) \
+            and not os.path.isdir(os.path.join(root, "commitlog")):
+        root = os.path.dirname(os.path.normpath(root)) or "."
     if not os.path.exists(root):
         raise StoreError(f"{root}: no such store directory")
     if not os.path.isdir(root):

@@ -318,3 +318,53 @@ def test_plain_output_is_aligned():
     header, rows = lines[start], lines[start + 1:start + 7]
     col = header.index("records") + len("records")
     assert all(r[:col].rstrip()[-1].isdigit() for r in rows)  # right-aligned numbers end in one column
+
+
+# -- what a newcomer tripped on ------------------------------------------------------------------
+
+def _cli(argv):
+    from conftest import run_cli
+
+    return run_cli(argv)
+
+
+def test_a_mistyped_option_shows_the_commands_own_usage(capsys):
+    code, _, _ = _cli(["inspect", "--jsn", FIXTURES / "basic" / "store"])
+    err = capsys.readouterr().err  # argparse writes usage errors to sys.stderr
+    assert code == 2
+    assert "usage: rmqstore inspect" in err and "unrecognized arguments: --jsn" in err, err
+
+
+def test_inspect_msg_and_verify_accept_the_commitlog_folder_as_dump_does():
+    store = FIXTURES / "basic" / "store"
+    for command in (["inspect"], ["verify"], ["msg", "--offset", "0"]):
+        code, out, err = _cli([*command, store / "commitlog"])
+        code_root, out_root, _ = _cli([*command, store])
+        assert (code, out) == (code_root, out_root), (command, err)
+
+
+def test_positions_print_with_thousands_separators():
+    import re
+
+    _, out, _ = _cli(["inspect", FIXTURES / "basic" / "store"])
+    table = out.split("commitlog files", 1)[1].split("\n\n", 1)[0]
+    assert "blank@" in table
+    assert not re.search(r"(?<![\d,])\d{4,}(?![\d,])", "\n".join(ln.split("  ", 1)[1] for ln in table.splitlines()[2:])), table
+
+
+def test_a_message_with_no_born_time_says_so(tmp_path):
+    from rmqstore import Message, MessageStore, StoreConfig
+
+    with MessageStore(tmp_path / "s", StoreConfig(mapped_file_size_commit_log=64 * 1024,
+                                                  mapped_file_size_consume_queue=600, max_hash_slot_num=8,
+                                                  max_index_num=32)) as store:
+        offset = store.put_message(Message("T", b"x", born_timestamp=0)).append_result.wrote_offset
+    code, out, err = _cli(["msg", tmp_path / "s", "--offset", offset])
+    assert code == 0, err
+    born = next(ln for ln in out.splitlines() if ln.startswith("born"))
+    assert "not set (0)" in born and "1970" not in born, born
+
+
+def test_dump_help_says_the_body_is_hex(capsys):
+    code, _, _ = _cli(["dump", "--help"])
+    assert code == 0 and "hex" in capsys.readouterr().out

@@ -314,8 +314,10 @@ def test_to_html_embeds_esm_css_and_state(tmp_path):
         store.close()
     player = W.PutPathPlayer.record(None, 4)
     path = tmp_path / "views.html"
-    page = W.to_html([seg, rec, player], path, title="views")
-    assert path.read_text(encoding="utf-8") == page
+    written = W.to_html([seg, rec, player], path, title="views")
+    assert written == path  # the path, not the 40 KB page a prompt would echo
+    page = path.read_text(encoding="utf-8")
+    assert page == W.to_html([seg, rec, player], title="views")  # without a path: the same HTML
     state = _embedded_state(page)["state"]
     for view in (seg, rec, player):
         model = state[view.model_id]

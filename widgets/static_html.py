@@ -82,12 +82,13 @@ h1.rmq-page-title {{ font-size: 18px; font-weight: 600; margin: 0 0 12px; }}
 """
 
 
-def to_html(view_or_list, path=None, title: str = "rmqstore") -> str:
+def to_html(view_or_list, path=None, title: str = "rmqstore") -> "str | Path":
     """A standalone page rendering ``view_or_list`` (a view, an ipywidgets box, or a list).
 
     The page embeds every model's state (ESM and CSS included) and renders it with the
-    views' own JavaScript and no kernel: the player plays, hovering highlights.  Writes it
-    to ``path`` when given; returns the HTML either way.
+    views' own JavaScript and no kernel: the player plays, hovering highlights.  With
+    ``path``, writes the page there and returns the path (a prompt echoes a short line,
+    not a 40 KB page); without, returns the HTML.
     """
     views = _flatten(view_or_list)
     state = widget_state(views)
@@ -97,7 +98,9 @@ def to_html(view_or_list, path=None, title: str = "rmqstore") -> str:
     page = _PAGE.format(title=_html.escape(title or "rmqstore"), heading=heading, divs=divs, mime=STATE_MIME,
                         state=_script_json(state), shim=SHIM_JS)
     if path is not None:
-        Path(path).write_text(page, encoding="utf-8")
+        path = Path(path)
+        path.write_text(page, encoding="utf-8")
+        return path
     return page
 
 
