@@ -141,7 +141,7 @@ def test_sync_master_and_slave(make):
     master = make("m", BrokerRole.SYNC_MASTER, flush_disk_type=FlushDiskType.SYNC_FLUSH)
     slave = make("s", BrokerRole.SLAVE, ha_master_address=master.ha_service.listen_address)
     connect_slave(master, slave)
-    master.tracer = tracer = RecordingTracer({"replica"})
+    master.tracer = tracer = RecordingTracer({"replica", "replica.wake", "ha.push"})
     for i in range(400):
         if i % 25 == 7:
             r = master.put_messages(MessageBatch(topic="HaTopic", queue_id=i % 4, items=[b"b%d" % j for j in range(5)]))
@@ -155,6 +155,9 @@ def test_sync_master_and_slave(make):
     ev = tracer.by_stage("replica")
     assert len(ev) == 400 and all(e["waits"] and e["status"] == "PUT_OK" for e in ev)
     assert all(e["acked"] >= e["next_offset"] for e in ev)
+    pushes = tracer.by_stage("ha.push")
+    assert pushes and all(p["size"] <= 32 * 1024 for p in pushes)
+    assert sum(w["served"] for w in tracer.by_stage("replica.wake")) == 400
     pos = master.ha_service.positions()
     assert pos["slaves"][0]["acked"] == pos["push2_slave_max_offset"] == master.get_max_phy_offset()
     assert pos["slaves"][0]["pushed"] == master.get_max_phy_offset()
@@ -407,3 +410,10 @@ def test_master_restart_slave_reconnects(make):
     for i in range(10, 20):
         r = master2.put_message(msg(i))
         assert r.status is OK and slave.get_max_phy_offset() >= end_of(r)
+
+
+def test_docs_show_the_declared_frames():
+    """docs/ha.md carries the frame tables exactly as rmqstore.ha.frames declares them."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "ha.md").read_text(encoding="utf-8")
+    between = doc.split("<!-- frames:begin -->\n", 1)[1].split("\n<!-- frames:end -->", 1)[0]
+    assert between == frames_markdown()

@@ -113,6 +113,7 @@ class GroupTransferService(ServiceThread):
 
     def _serve(self, pending: list[ReplicaRequest], final: bool = False) -> list[ReplicaRequest]:
         """Wake the covered and the expired requests; return the others."""
+        tr = self.tracer_of()  # taken before any put is woken (and may turn its tracer off)
         acked = self.ha_service.push2_slave_max_offset
         now = time.monotonic()
         keep = []
@@ -130,7 +131,6 @@ class GroupTransferService(ServiceThread):
         if woke:
             self.requests_served += woke
             self.rounds += 1
-            tr = self.tracer_of()
             if tr is not None:
                 tr.event("replica.wake", acked=acked, served=woke, waiting=len(keep))
         return keep
