@@ -265,8 +265,9 @@ class MessageStore:
             self.load()  # recovery (rmqstore.recovery)
         self._take_lock()
         if self.config.ha_enable or self.config.broker_role is BrokerRole.SLAVE:
-            self.ha_service = HAService(self)
-            self.ha_service.begin_accept()  # a port in use refuses the start before anything is written
+            ha = HAService(self)
+            ha.begin_accept()  # a port in use refuses the start before anything is written
+            self.ha_service = ha
         open(self.abort_file, "wb").close()
         # as RocketMQ's start(): dispatch from the furthest message any consume queue holds,
         # catch up before anything else runs, then take the queue offsets from the queues

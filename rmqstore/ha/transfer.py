@@ -102,6 +102,10 @@ class GroupTransferService(ServiceThread):
         self.wakeup()
         self._transferred.set()  # it may be covered already (an ack that came before the request)
 
+    def shutdown(self) -> None:
+        self._transferred.set()  # end a wait for an ack at once
+        super().shutdown()
+
     def notify_transfer_some(self) -> None:
         """A slave acknowledged more (``push2SlaveMaxOffset`` moved)."""
         self._transferred.set()
