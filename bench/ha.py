@@ -23,15 +23,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import BrokerRole, Message, MessageStore, StoreConfig  # noqa: E402
 
-BODY = bytes(range(256)) * 4  # 1 KiB
-PROPS = "TAGS\x01TagA\x02KEYS\x01order-1\x02UNIQ_KEY\x017F0000013DBD5FFD2B276CF89D220000"
+from put import BODY, PROPS, run_threads  # noqa: E402  (bench/put.py)
+
 FILE_SIZE = 64 * 1024 * 1024
 
 
@@ -82,24 +81,7 @@ def measure(case: str, threads: int, count: int) -> dict:
         master._replica_status = timing
     per_thread = count // threads
     msgs = [Message(topic="BenchTopic", queue_id=i % 8, body=BODY, properties=PROPS) for i in range(per_thread)]
-    barrier = threading.Barrier(threads + 1)
-    failures = []
-
-    def worker():
-        barrier.wait()
-        for m in msgs:
-            r = master.put_message(m)
-            if r.status.name != "PUT_OK":
-                failures.append(r.status.name)
-
-    workers = [threading.Thread(target=worker) for _ in range(threads)]
-    for t in workers:
-        t.start()
-    barrier.wait()
-    t0 = time.perf_counter()
-    for t in workers:
-        t.join()
-    elapsed = time.perf_counter() - t0
+    elapsed, failures = run_threads(master.put_message, [msgs] * threads)
     caught_up = None
     if replicated:
         t1 = time.perf_counter()
