@@ -32,6 +32,7 @@ from rmqstore import BrokerRole, Message, MessageStore, StoreConfig  # noqa: E40
 from put import BODY, PROPS, run_threads  # noqa: E402  (bench/put.py)
 
 FILE_SIZE = 64 * 1024 * 1024
+CASES = ("ASYNC_FLUSH", "ASYNC_MASTER", "SYNC_MASTER")
 
 
 def run_slave(root: str, master: str) -> None:
@@ -104,6 +105,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--count", type=int, default=20000, help="puts per case")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--case", action="append", choices=CASES, help="only these cases (default: all)")
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "ha.json"))
     ap.add_argument("--slave", nargs=2, metavar=("ROOT", "MASTER"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -111,7 +113,7 @@ def main() -> int:
         run_slave(*args.slave)
         return 0
     rows = []
-    for case in ("ASYNC_FLUSH", "ASYNC_MASTER", "SYNC_MASTER"):
+    for case in args.case or CASES:
         for threads in (1, 8):
             runs = [measure(case, threads, args.count) for _ in range(args.repeat)]
             best = sorted(runs, key=lambda r: r["puts_per_s"])[len(runs) // 2]

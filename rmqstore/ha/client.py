@@ -119,7 +119,9 @@ class HAClient(ServiceThread):
         if sock is None:
             return
         self.last_close_reason = reason
-        log.warning("HAClient: connection to master %s closed: %s", self.master_address, reason)
+        quiet = self.is_stopped() or self.store.shutdown_flag  # our own shutdown is no news
+        log.log(logging.INFO if quiet else logging.WARNING, "HAClient: connection to master %s closed: %s",
+                self.master_address, reason)
         try:
             sock.shutdown(socket.SHUT_RDWR)
         except OSError:
