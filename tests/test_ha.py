@@ -165,7 +165,7 @@ def test_sync_master_and_slave(make):
     # the slave refuses puts and serves reads
     refused = slave.put_message(msg(0))
     assert refused.status is PutMessageStatus.SERVICE_NOT_AVAILABLE and "slave" in refused.message
-    assert slave.wait_dispatched()
+    assert slave.wait_dispatched() and master.wait_dispatched()
     for qid in range(4):
         want = master.get_message("g", "HaTopic", qid, 0, 32)
         got = slave.get_message("g", "HaTopic", qid, 0, 32)

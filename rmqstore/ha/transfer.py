@@ -124,13 +124,13 @@ class GroupTransferService(ServiceThread):
             waiting = len(self.pending)
             self.requests_served += len(covered) + len(expired)
             self.rounds += 1
+        if tr is not None:  # before the wakes: a woken put may read the trace at once
+            tr.event("replica.wake", acked=acked, served=len(covered), timed_out=len(expired), waiting=waiting)
         for req in covered:
             req.wakeup_customer(_OK)
         for req in expired:
             log.warning("transfer message to slave timeout, %d", req.next_offset)
             req.wakeup_customer(_TIMEOUT)
-        if tr is not None:
-            tr.event("replica.wake", acked=acked, served=len(covered), timed_out=len(expired), waiting=waiting)
         return len(covered) + len(expired)
 
     def run(self) -> None:
