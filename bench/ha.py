@@ -72,9 +72,9 @@ def measure(case: str, threads: int, count: int) -> dict:
             time.sleep(0.01)
         timed = master._replica_status
 
-        def timing(replica, msg, tr):  # the replica wait alone, per put
+        def timing(replica, tr):  # the replica wait alone, per put
             t0 = time.perf_counter()
-            status = timed(replica, msg, tr)
+            status = timed(replica, tr)
             if not isinstance(replica, type(status)):
                 waits.append((time.perf_counter() - t0) * 1000)
             return status

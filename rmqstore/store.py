@@ -553,7 +553,7 @@ class MessageStore:
             if tr is not None:
                 tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
             self.flush_service.wakeup()
-        replica_status = self._replica_status(replica, msg, tr)
+        replica_status = self._replica_status(replica, tr)
         if replica_status is not _PUT_OK:
             status = replica_status  # replication overrides the flush status, as in RocketMQ
         if status is _PUT_OK:
@@ -576,7 +576,7 @@ class MessageStore:
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return ha.submit(end, self.config.sync_flush_timeout)
 
-    def _replica_status(self, replica, msg, tr) -> PutMessageStatus:
+    def _replica_status(self, replica, tr) -> PutMessageStatus:
         """Wait for the replica request (if one was made); trace the wait as its own stage."""
         waits = not isinstance(replica, PutMessageStatus)
         begin = _perf()
