@@ -551,9 +551,12 @@ class CommitLog:
 
     # -- replication (rmqstore.ha) --------------------------------------------------------
     def get_data(self, offset: int):
-        """Readable bytes from ``offset`` to the end of its file, held (``getData``); or None."""
-        queue = self.mapped_file_queue
-        mf = queue.find_mapped_file_by_offset(offset, offset == 0)
+        """Readable bytes from ``offset`` to the end of its file, held (``getData``); or None.
+
+        Unlike RocketMQ's ``getData(offset, offset == 0)`` an offset before the first file
+        answers None, never the first file's bytes under a wrong offset.
+        """
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
         if mf is None:
             return None
         return mf.select_mapped_buffer(offset % self.config.mapped_file_size_commit_log)

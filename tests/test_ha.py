@@ -417,3 +417,20 @@ def test_docs_show_the_declared_frames():
     doc = (Path(__file__).resolve().parent.parent / "docs" / "ha.md").read_text(encoding="utf-8")
     between = doc.split("<!-- frames:begin -->\n", 1)[1].split("\n<!-- frames:end -->", 1)[0]
     assert between == frames_markdown()
+
+
+def test_get_data_never_answers_another_offset(make):
+    """An offset before the first file (it was deleted) has no data.  RocketMQ's getData(0)
+    answers the first file's bytes (returnFirstOnNotFound), which a master would push under
+    offset 0; its write side never asks for 0 then, ours cannot get it wrong either way."""
+    store = make("m", BrokerRole.ASYNC_MASTER)
+    for i in range(200):
+        store.put_message(msg(i))
+    queue = store.commit_log.mapped_file_queue
+    first = queue.mapped_files[0]
+    queue.mapped_files = queue.mapped_files[1:]
+    first.destroy()
+    assert store.commit_log.get_data(0) is None
+    data = store.commit_log.get_data(FILE + 8)
+    assert data.start_offset == FILE + 8
+    data.release()
