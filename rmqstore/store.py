@@ -587,6 +587,12 @@ class MessageStore:
                      acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
         return status
 
+    def update_ha_master_address(self, address: str | None) -> None:
+        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
+        if self.ha_service is None:
+            raise StoreStateError("no HA service: the store is not started, or not a slave")
+        self.ha_service.update_master_address(address)
+
     def append_to_commit_log(self, start_offset: int, data) -> bool:
         """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
         if self.shutdown_flag:

@@ -63,8 +63,8 @@ def make(tmp_path):
         cfg.setdefault("ha_listen_port", 0)
         cfg.setdefault("ha_reconnect_interval", 100)
         cfg.setdefault("sync_flush_timeout", 2000)
-        store = MessageStore(tmp_path / name, StoreConfig(broker_role=role, ha_enable=role is not BrokerRole.SLAVE,
-                                                          **cfg))
+        cfg.setdefault("ha_enable", role is not BrokerRole.SLAVE)
+        store = MessageStore(tmp_path / name, StoreConfig(broker_role=role, **cfg))
         made.append(store)
         store.start()
         return store
@@ -434,3 +434,26 @@ def test_get_data_never_answers_another_offset(make):
     data = store.commit_log.get_data(FILE + 8)
     assert data.start_offset == FILE + 8
     data.release()
+
+
+def test_two_slaves_and_a_learned_master_address(make):
+    """A slave started without a master learns it later; with two slaves, a SYNC_MASTER put is
+    answered by whichever acknowledges first, and losing one slave loses nothing."""
+    master = make("m", BrokerRole.SYNC_MASTER)
+    first = make("s1", BrokerRole.SLAVE, ha_master_address=master.ha_service.listen_address)
+    second = make("s2", BrokerRole.SLAVE)
+    time.sleep(0.2)
+    assert not second.ha_service.ha_client.connected  # nowhere to go yet
+    second.update_ha_master_address(master.ha_service.listen_address)
+    wait_until(lambda: master.ha_service.connection_count == 2, what="two slaves")
+    for i in range(30):
+        r = master.put_message(msg(i))
+        assert r.status is OK and max(first.get_max_phy_offset(), second.get_max_phy_offset()) >= end_of(r)
+    first.shutdown()
+    wait_until(lambda: master.ha_service.connection_count == 1, what="the master to drop the first slave")
+    for i in range(30, 60):
+        r = master.put_message(msg(i))
+        assert r.status is OK and second.get_max_phy_offset() >= end_of(r)
+    assert len(master.ha_service.positions()["slaves"]) == 1
+    with pytest.raises(StoreStateError):
+        make("plain", BrokerRole.ASYNC_MASTER, ha_enable=False).update_ha_master_address("127.0.0.1:1")
