@@ -204,8 +204,8 @@ class HAClient(ServiceThread):
             end = pos + _HEADER + size
             if len(buf) < end:
                 break
-            with memoryview(buf) as view:
-                ok = self.store.append_to_commit_log(master_offset, view[pos + _HEADER:end])
+            with memoryview(buf) as view, view[pos + _HEADER:end] as body:  # released before buf shrinks
+                ok = self.store.append_to_commit_log(master_offset, body)
             if not ok:
                 problem = ("the slave store is shutting down" if self.store.shutdown_flag
                            else f"appending {size} bytes at {master_offset} failed")
