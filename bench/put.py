@@ -38,11 +38,9 @@ def make_store(root: str, flush: str) -> MessageStore:
     return store
 
 
-def _timed(flush: str, work: list[list], put_name: str) -> float:
-    """Run one thread per work list against a fresh store; seconds from start barrier to last put."""
-    root = tempfile.mkdtemp(prefix="rmqbench-")
-    store = make_store(root, flush)
-    put = getattr(store, put_name)
+def run_threads(put, work: list[list]) -> tuple[float, list]:
+    """One thread per work list calling ``put`` on each item: seconds from the start barrier
+    to the last put, and the results that were not PUT_OK."""
     barrier = threading.Barrier(len(work) + 1)
     failures = []
 
@@ -60,7 +58,14 @@ def _timed(flush: str, work: list[list], put_name: str) -> float:
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    dt = time.perf_counter() - t0
+    return time.perf_counter() - t0, failures
+
+
+def _timed(flush: str, work: list[list], put_name: str) -> float:
+    """Run one thread per work list against a fresh store; seconds from start barrier to last put."""
+    root = tempfile.mkdtemp(prefix="rmqbench-")
+    store = make_store(root, flush)
+    dt, failures = run_threads(getattr(store, put_name), work)
     store.shutdown()
     shutil.rmtree(root, ignore_errors=True)
     if failures:

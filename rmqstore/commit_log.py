@@ -91,6 +91,15 @@ DIFFERENCES = {
                  "pool its commit thread dies while puts go on answering PUT_OK, and those messages are "
                  "lost. A record that dispatch cannot take stops dispatch (to resume at the next start) "
                  "instead of being skipped.",
+    "ha_first_report": "A slave's first HA report beyond the master's max offset (or negative) closes the "
+                       "connection. RocketMQ checks only later reports: the first one raises "
+                       "push2SlaveMaxOffset, and SYNC_MASTER puts answer PUT_OK that no slave holds.",
+    "ha_replica_deadline": "A SYNC_MASTER put waits for its slave at most sync_flush_timeout from the put. "
+                           "RocketMQ's GroupTransferService starts each queued request's wait when it reaches "
+                           "it, so with a dead slave the n-th queued put waits up to n timeouts (UNKNOWN_ERROR "
+                           "after 10 s).",
+    "ha_report_on_connect": "Our slave reports its max offset as soon as it connects; RocketMQ's first report "
+                            "comes haSendHeartbeatInterval (5 s) later. The master side accepts either.",
 }
 
 _QO_PHY = struct.Struct(">qq")
@@ -607,6 +616,37 @@ class CommitLog:
                                                  self.current_store_timestamp)
             mf.wrote_position = mf.file_size
             return result
+
+    # -- replication (rmqstore.ha) --------------------------------------------------------
+    def get_data(self, offset: int):
+        """Readable bytes from ``offset`` to the end of its file, held (``getData``); or None.
+
+        Unlike RocketMQ's ``getData(offset, offset == 0)`` an offset before the first file
+        answers None, never the first file's bytes under a wrong offset.
+        """
+        mf = self.mapped_file_queue.find_mapped_file_by_offset(offset)
+        if mf is None:
+            return None
+        return mf.select_mapped_buffer(offset % self.config.mapped_file_size_commit_log)
+
+    def append_data(self, start_offset: int, data) -> bool:
+        """A slave's append of replicated bytes (``appendData``): exactly at the end of the log.
+
+        The file that holds ``start_offset`` is created if the log ends at a file boundary
+        (or is empty); bytes that would not start at the end, or not fit the file, are
+        refused (False) and nothing is written.
+        """
+        with self.put_message_lock:
+            queue = self.mapped_file_queue
+            mf = queue.get_last_mapped_file(start_offset)
+            if mf is None:
+                log.error("appendData: no commitlog file for offset %d", start_offset)
+                return False
+            end = mf.file_from_offset + mf.wrote_position
+            if end != start_offset:
+                log.error("appendData: %d bytes offered at %d, but the log ends at %d", len(data), start_offset, end)
+                return False
+            return mf.append_bytes(data)
 
     def is_mapped_files_empty(self) -> bool:
         return not self.mapped_file_queue.mapped_files

@@ -65,6 +65,21 @@ class StoreConfig:
     os_page_cache_busy_timeout_mills: int = 1000
     allocate_wait_timeout_ms: int = 5_000  # AllocateMappedFileService.waitTimeOut
     store_host: str = "127.0.0.1:10911"
+    # -- HA replication (rmqstore.ha); RocketMQ's names and defaults.  The broker sets
+    # haListenPort to its own port + 1; haMasterAddress is the master's host:haListenPort
+    ha_listen_port: int = 10912
+    ha_send_heartbeat_interval: int = 1000 * 5
+    ha_housekeeping_interval: int = 1000 * 20
+    ha_transfer_batch_size: int = 1024 * 32
+    ha_master_address: str | None = None
+    ha_slave_fallbehind_max: int = 1024 * 1024 * 256
+    #: ours: a master listens for slaves only when asked (a library store opens no port by
+    #: default; RocketMQ's broker always listens); a SLAVE always runs its HA client
+    ha_enable: bool = False
+    #: ours: the address the HA port binds (RocketMQ binds every interface)
+    ha_listen_host: str = "127.0.0.1"
+    #: ours: a slave retries a closed or refused connection after this (RocketMQ: 5 s, fixed)
+    ha_reconnect_interval: int = 5000
 
     def __post_init__(self):
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)

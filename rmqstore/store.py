@@ -19,8 +19,10 @@ refused one had never been tried.
 
 After the append the store waits for what the configuration promises: with SYNC_FLUSH
 (and a message that waits for its store), for the group-commit service to flush it; with
-SYNC_MASTER, for a slave (we have no replication service yet, so that is
-SLAVE_NOT_AVAILABLE, as RocketMQ answers with no slave connected).
+SYNC_MASTER, at the same time, for a slave to acknowledge it (:mod:`rmqstore.ha`):
+SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave is too far behind,
+FLUSH_SLAVE_TIMEOUT when none acknowledged it in time; a replication status other than
+PUT_OK overrides the flush status, as in RocketMQ.
 
 The clock and the store host are injectable, so a recorded workload replays exactly.
 
@@ -51,6 +53,7 @@ from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
                     GroupCommitService, ServiceThread)
+from .ha import HAService
 from .message import Message, MessageBatch
 from .record import field_problem
 from .status import PutMessageResult, PutMessageStatus
@@ -233,6 +236,7 @@ class MessageStore:
         self.group_commit_service = None
         self.flush_service = None
         self.commit_service = None
+        self.ha_service: HAService | None = None  # replication (rmqstore.ha), made by start()
         self.writeable = True
         self.not_writeable_reason = ""
         self.commit_log.on_io_error = self.make_not_writeable
@@ -333,6 +337,10 @@ class MessageStore:
         if not self._loaded:
             self.load()  # recovery (rmqstore.recovery)
         self._take_lock()
+        if self.config.ha_enable or self.config.broker_role is BrokerRole.SLAVE:
+            ha = HAService(self)
+            ha.begin_accept()  # a port in use refuses the start before anything is written
+            self.ha_service = ha
         open(self.abort_file, "wb").close()
         # as RocketMQ's start(): dispatch from the furthest message any consume queue holds,
         # catch up before anything else runs, then take the queue offsets from the queues
@@ -360,6 +368,8 @@ class MessageStore:
         self.flush_consume_queue_service = FlushConsumeQueueService(self)
         self.flush_consume_queue_service.start()
         self.shutdown_flag = False
+        if self.ha_service is not None:
+            self.ha_service.start()
         self._started = True
 
     def close(self) -> None:
@@ -391,6 +401,8 @@ class MessageStore:
             pool = self._async_pool
         if pool is not None:
             pool.shutdown(wait=True)
+        if self.ha_service is not None:
+            self.ha_service.shutdown()
         # commit first (it pokes flush), then flush, as RocketMQ stops them
         if self.commit_service is not None:
             self.commit_service.shutdown()
@@ -640,6 +652,7 @@ class MessageStore:
         status = _PUT_OK
         cfg = self.config
         tr = self.commit_log.tracer
+        replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
         if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             service = self.group_commit_service
             if msg.wait_store_msg_ok:
@@ -662,22 +675,54 @@ class MessageStore:
             if tr is not None:
                 tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
             self.flush_service.wakeup()
-        if status is _PUT_OK:
-            status = self._replica_status(msg)
-            if tr is not None:
-                tr.event("replica", role=cfg.broker_role.value, status=status.name,
-                         waits=cfg.broker_role is BrokerRole.SYNC_MASTER and msg.wait_store_msg_ok)
+        replica_status = self._replica_status(replica, tr)
+        if replica_status is not _PUT_OK:
+            status = replica_status  # replication overrides the flush status, as in RocketMQ
         if status is _PUT_OK:
             return result
         return PutMessageResult(status, result.append_result, {
             PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
-            PutMessageStatus.SLAVE_NOT_AVAILABLE: "SYNC_MASTER with no slave to replicate to",
+            PutMessageStatus.FLUSH_SLAVE_TIMEOUT: "the message was written but no slave acknowledged it in time",
+            PutMessageStatus.SLAVE_NOT_AVAILABLE: ("SYNC_MASTER with no slave to replicate to (none connected, "
+                                                   "or more than ha_slave_fallbehind_max bytes behind)"),
         }.get(status, ""))
 
-    def _replica_status(self, msg) -> PutMessageStatus:
-        if self.config.broker_role is BrokerRole.SYNC_MASTER and msg.wait_store_msg_ok:
+    def _submit_replica(self, result: PutMessageResult, msg):
+        """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
+        if self.config.broker_role is not BrokerRole.SYNC_MASTER or not msg.wait_store_msg_ok:
+            return _PUT_OK
+        ar = result.append_result
+        end = ar.wrote_offset + ar.wrote_bytes
+        ha = self.ha_service
+        if ha is None or not ha.is_slave_ok(end):
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        return PutMessageStatus.PUT_OK
+        return ha.submit(end, self.config.sync_flush_timeout)
+
+    def _replica_status(self, replica, tr) -> PutMessageStatus:
+        """Wait for the replica request (if one was made); trace the wait as its own stage."""
+        waits = not isinstance(replica, PutMessageStatus)
+        begin = _perf()
+        status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
+        if tr is not None:
+            tr.event("replica", role=self.config.broker_role.value, status=status.name, waits=waits,
+                     next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
+                     acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
+        return status
+
+    def update_ha_master_address(self, address: str | None) -> None:
+        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
+        if self.ha_service is None:
+            raise StoreStateError("no HA service: the store is not started, or not a slave")
+        self.ha_service.update_master_address(address)
+
+    def append_to_commit_log(self, start_offset: int, data) -> bool:
+        """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
+        if self.shutdown_flag:
+            return False
+        ok = self.commit_log.append_data(start_offset, data)
+        if ok:
+            self.reput_message_service.wakeup()
+        return ok
 
     # -- dispatch ------------------------------------------------------------------
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
@@ -713,6 +758,8 @@ class MessageStore:
             if cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
                                             req.consume_queue_offset):
                 if self.checkpoint is not None:
+                    if self.config.broker_role is BrokerRole.SLAVE:  # appends carry no store time
+                        self.checkpoint.physic_msg_timestamp = req.store_timestamp
                     self.checkpoint.logics_msg_timestamp = req.store_timestamp
             else:
                 log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,

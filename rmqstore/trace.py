@@ -18,7 +18,10 @@ Stages, in the order a put meets them:
 ``append.record`` (fields with byte ranges) / ``append.blank`` then ``append.retry``
 ``position.wrote`` ``lock.release`` ``flush.request`` (group commit enqueue or async
 wake-up) ``group_commit.swap`` ``flush`` ``group_commit.wake`` ``commit`` ``replica``
-``put.end`` and, from the reput thread, ``dispatch.consume_queue`` ``dispatch.index``.
+(the wait for a slave, with its outcome, how long it waited and the acknowledged offset)
+``put.end`` and, from the reput thread, ``dispatch.consume_queue`` ``dispatch.index``;
+with replication (:mod:`rmqstore.ha`), ``ha.push`` (a transfer to a slave) and
+``replica.wake`` (a slave's ack answering waiting puts).
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ STAGES = (
     "mapped_file.found", "mapped_file.created", "mapped_file.allocated",
     "append.record", "append.blank", "append.retry", "position.wrote", "lock.release",
     "flush.request", "group_commit.swap", "flush", "group_commit.wake", "commit", "replica",
-    "put.end", "dispatch.consume_queue", "dispatch.index",
+    "put.end", "dispatch.consume_queue", "dispatch.index", "ha.push", "replica.wake",
 )
 
 

@@ -1,0 +1,192 @@
+"""HAService: the master's listening port, its slaves, and what they have acknowledged.
+
+The service owns three things: the acceptor (a thread on the HA port that turns each
+accepted socket into an :class:`~rmqstore.ha.connection.HAConnection`), the
+:class:`~rmqstore.ha.transfer.GroupTransferService` that answers SYNC_MASTER puts, and,
+on a slave, the :class:`~rmqstore.ha.client.HAClient`.
+
+``push2SlaveMaxOffset`` is the one number the put path needs: the highest offset any
+slave has acknowledged.  It only grows.  ``is_slave_ok`` is RocketMQ's test before a
+SYNC_MASTER put waits: at least one slave connected, and the put's end no more than
+``ha_slave_fallbehind_max`` bytes ahead of that number; otherwise the put answers
+SLAVE_NOT_AVAILABLE at once instead of waiting for a slave that cannot catch up in time.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+
+from ..config import BrokerRole
+from ..errors import StoreStateError
+from .client import HAClient
+from .connection import HAConnection
+from .transfer import GroupTransferService, ReplicaRequest, WaitNotifyObject
+
+__all__ = ["HAService", "AcceptSocketService"]
+
+log = logging.getLogger(__name__)
+
+
+class AcceptSocketService:
+    """Listens on the HA port and hands each slave to a new HAConnection."""
+
+    def __init__(self, service, host: str, port: int):
+        self.service = service
+        self.host = host
+        self.port = port
+        self._sock: socket.socket | None = None
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def begin_accept(self) -> None:
+        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise StoreStateError(f"cannot listen for slaves on {self.host}:{self.port} "
+                                  f"(ha_listen_host/ha_listen_port): {exc.strerror or exc}") from None
+        sock.listen(16)
+        sock.settimeout(0.2)
+        self.port = sock.getsockname()[1]  # the real port when 0 asked for an ephemeral one
+        self._sock = sock
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="AcceptSocketService", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopped.is_set():
+            try:
+                sock, addr = self._sock.accept()
+            except socket.timeout:
+                continue
+            except OSError:
+                if not self._stopped.is_set():
+                    log.exception("AcceptSocketService: accept failed")
+                    self._stopped.wait(0.1)
+                continue
+            log.info("HAService receives a new connection from %s", addr)
+            try:
+                conn = HAConnection(self.service, sock, addr)
+            except OSError:
+                log.exception("new HAConnection failed")
+                sock.close()
+                continue
+            self.service.add_connection(conn)
+            conn.start()
+
+    def shutdown(self) -> None:
+        self._stopped.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if self._sock is not None:
+            self._sock.close()
+
+
+class HAService:
+    """Replication of one store: master (acceptor + connections) or slave (client)."""
+
+    def __init__(self, store):
+        self.store = store
+        cfg = store.config
+        self.connections: list[HAConnection] = []
+        self._conn_lock = threading.Lock()
+        self._offset_lock = threading.Lock()
+        self.push2_slave_max_offset = 0
+        self.wait_notify = WaitNotifyObject()
+        self.group_transfer_service = GroupTransferService(self, lambda: store.tracer)
+        self.accept_service = None
+        self.ha_client = None
+        if cfg.broker_role is BrokerRole.SLAVE:
+            self.ha_client = HAClient(store)
+        else:
+            self.accept_service = AcceptSocketService(self, cfg.ha_listen_host, cfg.ha_listen_port)
+
+    # -- lifecycle -----------------------------------------------------------------
+    def begin_accept(self) -> None:
+        """Bind the HA port (raises StoreStateError naming the port when it cannot)."""
+        if self.accept_service is not None:
+            self.accept_service.begin_accept()
+
+    @property
+    def listen_address(self) -> str | None:
+        """``host:port`` slaves connect to (the real port when 0 was asked for)."""
+        acc = self.accept_service
+        return f"{acc.host}:{acc.port}" if acc is not None and acc._sock is not None else None
+
+    def start(self) -> None:
+        if self.accept_service is not None:
+            if self.accept_service._sock is None:
+                self.begin_accept()
+            self.accept_service.start()
+        self.group_transfer_service.start()
+        if self.ha_client is not None:
+            self.ha_client.start()
+
+    def shutdown(self) -> None:
+        if self.ha_client is not None:
+            self.ha_client.shutdown()
+        if self.accept_service is not None:
+            self.accept_service.shutdown()
+        self.destroy_connections()
+        self.group_transfer_service.shutdown()
+
+    # -- connections -----------------------------------------------------------------
+    def add_connection(self, conn: HAConnection) -> None:
+        with self._conn_lock:
+            self.connections.append(conn)
+
+    def remove_connection(self, conn: HAConnection) -> None:
+        with self._conn_lock:
+            if conn in self.connections:
+                self.connections.remove(conn)
+
+    def destroy_connections(self) -> None:
+        with self._conn_lock:
+            conns, self.connections = self.connections, []
+        for c in conns:
+            c.shutdown()
+
+    @property
+    def connection_count(self) -> int:
+        return len(self.connections)
+
+    def update_master_address(self, address: str) -> None:
+        if self.ha_client is not None:
+            self.ha_client.update_master_address(address)
+
+    # -- what the put path asks ------------------------------------------------------
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        return (self.connection_count > 0 and master_put_where - self.push2_slave_max_offset
+                < self.store.config.ha_slave_fallbehind_max)
+
+    def notify_transfer_some(self, offset: int) -> None:
+        """A slave acknowledged ``offset``: raise push2SlaveMaxOffset (never lower it)."""
+        if offset <= self.push2_slave_max_offset:
+            return
+        with self._offset_lock:
+            if offset > self.push2_slave_max_offset:
+                self.push2_slave_max_offset = offset
+        self.group_transfer_service.notify_transfer_some()
+
+    def submit(self, next_offset: int, timeout_ms: int) -> ReplicaRequest:
+        """Queue a SYNC_MASTER put's wait and wake the write threads to push its bytes now."""
+        request = ReplicaRequest(next_offset, timeout_ms)
+        self.group_transfer_service.put_request(request)
+        self.wait_notify.wakeup_all()
+        return request
+
+    def positions(self) -> dict:
+        """Per slave the requested, pushed and acknowledged offsets; the slave side's own view."""
+        with self._conn_lock:
+            conns = [c.positions() for c in self.connections]
+        out = {"role": self.store.config.broker_role.value, "listen": self.listen_address,
+               "master_max_offset": self.store.get_max_phy_offset(),
+               "push2_slave_max_offset": self.push2_slave_max_offset, "slaves": conns}
+        if self.ha_client is not None:
+            out["client"] = self.ha_client.positions()
+        return out
