@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import socket
 import logging
 from dataclasses import dataclass
 from typing import Awaitable, Callable
@@ -214,13 +215,29 @@ class RemotingServer:
         self.connections: set[Connection] = set()
         self.on_close = on_close
         self._server: asyncio.AbstractServer | None = None
+        self._sock: socket.socket | None = None
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
 
+    def bind(self) -> int:
+        """Bind the listening socket now (the port is known before :meth:`start` accepts)."""
+        if self._sock is None:
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self.port))
+            except OSError:
+                sock.close()
+                raise
+            self._sock = sock
+            self.port = sock.getsockname()[1]
+        return self.port
+
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port, limit=_READ_CHUNK)
-        self.port = self._server.sockets[0].getsockname()[1]
+        self.bind()
+        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=_READ_CHUNK)
 
     @property
     def address(self) -> str:
@@ -251,6 +268,9 @@ class RemotingServer:
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
+        elif self._sock is not None:
+            self._sock.close()
+        self._sock = None
 
 
 class RemotingClient:

@@ -1,0 +1,128 @@
+"""The broker: a MessageStore behind RocketMQ's remoting protocol (``BrokerController``).
+
+:class:`Broker` assembles the pieces -- the store (its own threads: flush, reput,
+allocation, as always), the topic table, consumer offsets, client groups, the request
+processors and one :class:`~rmqstore.remoting.RemotingServer` -- and, for the
+one-process setup a newcomer needs, an embedded :class:`~rmqstore.broker.namesrv.NameServer`
+that routes every topic of this broker.  Everything network-facing runs on one asyncio
+event loop; processors call into the store directly (reads and async-flush puts are
+quick), and a put that must wait for a SYNC_FLUSH waits on the store's own pool, not on
+the loop.
+
+Lifecycle: :meth:`start` loads and starts the store (recovery first, as ever), loads
+``config/topics.json`` and ``config/consumerOffset.json``, then listens.  :meth:`stop`
+closes the listeners and every client connection, persists offsets and topics, and shuts
+the store down cleanly (flush, checkpoint, no abort file left).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from ..config import StoreConfig
+from ..remoting import Limits, RemotingServer
+from ..store import MessageStore
+from .clients import ClientManager
+from .config import BrokerConfig
+from .namesrv import BrokerRegistration, NameServer
+from .offsets import ConsumerOffsetManager
+from .pull import PullMessageProcessor
+from .queries import OffsetQueries
+from .send import SendMessageProcessor
+from .topics import TopicConfigManager
+
+__all__ = ["Broker"]
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, store_root: str, config: BrokerConfig | None = None, store_config: StoreConfig | None = None,
+                 *, listen_host: str | None = None, namesrv_listen: tuple[str, int] | None = None,
+                 limits: Limits | None = None):
+        self.config = config or BrokerConfig()
+        self.store_root = str(store_root)
+        self.store_config = store_config or StoreConfig()
+        self.store: MessageStore | None = None  # created in start(), once the listening port is known
+        self.topics = TopicConfigManager(self.store_root, self.config, len(self.store_config.delay_level_table()))
+        self.offsets = ConsumerOffsetManager(self.store_root)
+        self.clients = ClientManager(self.topics)
+        self.limits = limits or Limits(max_connections=self.config.max_connections,
+                                       idle_timeout=float(self.config.server_channel_max_idle_time_seconds))
+        self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
+                                     on_close=self.clients.connection_closed)
+        self.send_processor = SendMessageProcessor(self)
+        self.pull_processor = PullMessageProcessor(self)
+        for part in (self.send_processor, self.pull_processor, self.clients, OffsetQueries(self)):
+            part.register(self.server)
+        self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
+        self._persist_task: asyncio.Task | None = None
+        self._started = False
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def start(self) -> None:
+        self.config.listen_port = self.server.bind()
+        if self.namesrv is not None:
+            self.namesrv.server.bind()
+        self.store_config.store_host = self.config.broker_addr
+        self.store = MessageStore(self.store_root, self.store_config)
+        try:
+            self.store.load()
+            self.store.start()
+        except BaseException:
+            await self._close_listeners()
+            raise
+        try:
+            self.topics.load()
+            self.topics.persist()
+            self.offsets.load()
+            self.pull_processor.hold_service.start(asyncio.get_running_loop())
+            await self.server.start()
+            if self.namesrv is not None:
+                self.namesrv.add_broker(BrokerRegistration(self.config.broker_cluster_name, self.config.broker_name,
+                                                           self.config.broker_id, self.config.broker_addr,
+                                                           self.topics))
+                await self.namesrv.start()
+        except BaseException:
+            await self._close_listeners()
+            self.store.shutdown()
+            raise
+        self._persist_task = asyncio.get_running_loop().create_task(self._persist_periodically())
+        self._started = True
+        log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.address, self.store_root)
+
+    async def _close_listeners(self) -> None:
+        if self.namesrv is not None:
+            await self.namesrv.stop()
+        await self.server.stop()
+
+    async def _persist_periodically(self) -> None:
+        interval = self.config.flush_consumer_offset_interval / 1000.0
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.offsets.persist(force=False)
+            except OSError:
+                log.exception("persisting consumer offsets failed")
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        if self._persist_task is not None:
+            self._persist_task.cancel()
+            await asyncio.gather(self._persist_task, return_exceptions=True)
+        await self._close_listeners()
+        self.pull_processor.hold_service.stop()
+        self.offsets.persist()
+        self.topics.persist()
+        await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
+        log.info("broker %s stopped", self.config.broker_name)
+
+    def config_dir(self) -> str:
+        return os.path.join(self.store_root, "config")
