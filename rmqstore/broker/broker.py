@@ -30,6 +30,8 @@ from .namesrv import BrokerRegistration, NameServer
 from .offsets import ConsumerOffsetManager
 from .pull import PullMessageProcessor
 from .queries import OffsetQueries
+from .retry import SendMessageBackProcessor
+from .schedule import ScheduleMessageService
 from .send import SendMessageProcessor
 from .topics import TopicConfigManager
 
@@ -55,7 +57,10 @@ class Broker:
                                      on_close=self.clients.connection_closed)
         self.send_processor = SendMessageProcessor(self)
         self.pull_processor = PullMessageProcessor(self)
-        for part in (self.send_processor, self.pull_processor, self.clients, OffsetQueries(self)):
+        self.send_back_processor = SendMessageBackProcessor(self)
+        self.schedule_service = ScheduleMessageService(self)
+        for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
+                     OffsetQueries(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
         self._persist_task: asyncio.Task | None = None
@@ -82,6 +87,7 @@ class Broker:
             self.topics.persist()
             self.offsets.load()
             self.pull_processor.hold_service.start(asyncio.get_running_loop())
+            self.schedule_service.start()
             await self.server.start()
             if self.namesrv is not None:
                 self.namesrv.add_broker(BrokerRegistration(self.config.broker_cluster_name, self.config.broker_name,
@@ -107,6 +113,7 @@ class Broker:
             await asyncio.sleep(interval)
             try:
                 self.offsets.persist(force=False)
+                self.schedule_service.persist()
             except OSError:
                 log.exception("persisting consumer offsets failed")
 
@@ -118,6 +125,7 @@ class Broker:
             self._persist_task.cancel()
             await asyncio.gather(self._persist_task, return_exceptions=True)
         await self._close_listeners()
+        await self.schedule_service.stop()
         self.pull_processor.hold_service.stop()
         self.offsets.persist()
         self.topics.persist()

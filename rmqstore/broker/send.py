@@ -32,7 +32,7 @@ from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from ..status import PutMessageStatus
 from .batch import BatchBodyError, decode_batch_body
 from .headers import Header
-from .topics import (DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX,
+from .topics import (DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX,
                      is_writeable, validate_topic)
 
 __all__ = ["SendMessageProcessor", "V2_FIELDS", "response_of_put", "TRANSACTION_PREPARED"]
@@ -44,7 +44,6 @@ V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defa
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName"}
 TRANSACTION_PREPARED = "TRAN_MSG"
-MAX_RECONSUME_TIMES = 16  # SubscriptionGroupConfig.retryMaxTimes
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 _PUT_RESPONSE = {
@@ -147,11 +146,11 @@ class SendMessageProcessor:
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return topic, queue_id
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
-        max_times = h.int("maxReconsumeTimes", MAX_RECONSUME_TIMES, 32)
+        max_times = h.int("maxReconsumeTimes", self.broker.send_back_processor.max_reconsume_times, 32)
         if h.int("reconsumeTimes", 0, 32) < max_times:
             return topic, queue_id
         dlq = DLQ_GROUP_TOPIC_PREFIX + group
-        self.broker.topics.create_system_topic(dlq, 1, PERM_WRITE)
+        self.broker.topics.create_system_topic(dlq, 1, PERM_WRITE | PERM_READ)
         return dlq, 0
 
     # -- the inner message -----------------------------------------------------------------------
