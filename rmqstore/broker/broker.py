@@ -33,7 +33,9 @@ from .queries import OffsetQueries
 from .retry import SendMessageBackProcessor
 from .schedule import ScheduleMessageService
 from .send import SendMessageProcessor
+from .tasks import BackgroundTask
 from .topics import TopicConfigManager
+from .transaction import TransactionService
 
 __all__ = ["Broker"]
 
@@ -59,11 +61,12 @@ class Broker:
         self.pull_processor = PullMessageProcessor(self)
         self.send_back_processor = SendMessageBackProcessor(self)
         self.schedule_service = ScheduleMessageService(self)
+        self.transaction_service = TransactionService(self)
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
-                     OffsetQueries(self)):
+                     self.transaction_service, OffsetQueries(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
-        self._persist_task: asyncio.Task | None = None
+        self._persist_task = BackgroundTask()
         self._started = False
 
     @property
@@ -88,6 +91,7 @@ class Broker:
             self.offsets.load()
             self.pull_processor.hold_service.start(asyncio.get_running_loop())
             self.schedule_service.start()
+            self.transaction_service.start()
             await self.server.start()
             if self.namesrv is not None:
                 self.namesrv.add_broker(BrokerRegistration(self.config.broker_cluster_name, self.config.broker_name,
@@ -98,7 +102,7 @@ class Broker:
             await self._close_listeners()
             self.store.shutdown()
             raise
-        self._persist_task = asyncio.get_running_loop().create_task(self._persist_periodically())
+        self._persist_task.start(self._persist_periodically())
         self._started = True
         log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.address, self.store_root)
 
@@ -121,11 +125,10 @@ class Broker:
         if not self._started:
             return
         self._started = False
-        if self._persist_task is not None:
-            self._persist_task.cancel()
-            await asyncio.gather(self._persist_task, return_exceptions=True)
+        await self._persist_task.stop()
         await self._close_listeners()
         await self.schedule_service.stop()
+        await self.transaction_service.stop()
         self.pull_processor.hold_service.stop()
         self.offsets.persist()
         self.topics.persist()

@@ -23,7 +23,7 @@ from ..properties import DELAY, WAIT, properties_to_string, string_to_properties
 from ..record import create_message_id
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .headers import Header
-from .send import response_of_put
+from .results import response_of_put
 from .topics import DLQ_GROUP_TOPIC_PREFIX, PERM_READ, PERM_WRITE, is_writeable, retry_topic
 
 __all__ = ["SendMessageBackProcessor", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "MAX_RECONSUME_TIMES"]

@@ -26,6 +26,7 @@ import os
 from ..message import Message
 from ..properties import REAL_QID, REAL_TOPIC, parse_properties
 from .jsonfmt import dumps, read_config_file, write_config_file
+from .tasks import BackgroundTask
 from .topics import SCHEDULE_TOPIC
 
 __all__ = ["ScheduleMessageService"]
@@ -42,7 +43,7 @@ class ScheduleMessageService:
         self.path = os.path.join(broker.store_root, "config", "delayOffset.json")
         self.offsets: dict[int, int] = {}
         self._retry_at: dict[int, float] = {}
-        self._task: asyncio.Task | None = None
+        self._task = BackgroundTask()
 
     def load(self) -> None:
         data = read_config_file(self.path)
@@ -57,13 +58,10 @@ class ScheduleMessageService:
 
     def start(self) -> None:
         self.load()
-        self._task = asyncio.get_running_loop().create_task(self._run())
+        self._task.start(self._run())
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-            self._task = None
+        await self._task.stop()
         self.persist()
 
     async def _run(self) -> None:

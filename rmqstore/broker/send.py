@@ -29,13 +29,14 @@ import random
 from ..message import Message, MessageBatch
 from ..properties import CLUSTER, WAIT, properties_to_string, string_to_properties
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
-from ..status import PutMessageStatus
 from .batch import BatchBodyError, decode_batch_body
 from .headers import Header
+from .results import response_of_put
+from .transaction import TRANSACTION_PREPARED, half_message
 from .topics import (DLQ_GROUP_TOPIC_PREFIX, NOT_ALLOWED_SEND_TOPICS, PERM_READ, PERM_WRITE, RETRY_GROUP_TOPIC_PREFIX,
                      is_writeable, validate_topic)
 
-__all__ = ["SendMessageProcessor", "V2_FIELDS", "response_of_put", "TRANSACTION_PREPARED"]
+__all__ = ["SendMessageProcessor", "V2_FIELDS"]
 
 log = logging.getLogger(__name__)
 
@@ -43,42 +44,7 @@ log = logging.getLogger(__name__)
 V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName"}
-TRANSACTION_PREPARED = "TRAN_MSG"
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
-
-_PUT_RESPONSE = {
-    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
-    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, None),
-    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
-    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, None),
-    PutMessageStatus.CREATE_MAPEDFILE_FAILED: (ResponseCode.SYSTEM_ERROR,
-                                               "create mapped file failed, server is busy or broken."),
-    PutMessageStatus.MESSAGE_ILLEGAL: (ResponseCode.MESSAGE_ILLEGAL,
-                                       "the message is illegal, maybe msg body or properties length not matched. "
-                                       "msg body length limit 128k, msg properties length limit 32k."),
-    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (ResponseCode.MESSAGE_ILLEGAL,
-                                                "the message is illegal, maybe msg properties length limit 32k."),
-    PutMessageStatus.SERVICE_NOT_AVAILABLE: (ResponseCode.SERVICE_NOT_AVAILABLE,
-                                             "service not available now. It may be caused by one of the following "
-                                             "reasons: the broker's disk is full, messages are put to the slave, "
-                                             "message store has been shut down, etc."),
-    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_ERROR,
-                                         "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
-    PutMessageStatus.LMQ_CONSUME_QUEUE_NUM_EXCEEDED: (ResponseCode.SYSTEM_ERROR,
-                                                      "[LMQ_CONSUME_QUEUE_NUM_EXCEEDED]broker config "
-                                                      "enableLmq and enableMultiDispatch, lmq consumeQueue num "
-                                                      "exceed maxLmqConsumeQueueNum config num"),
-    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
-}
-
-
-def response_of_put(result) -> tuple[int, str | None]:
-    """(response code, remark) of a PutMessageResult (``handlePutMessageResult``)."""
-    code, remark = _PUT_RESPONSE.get(result.status, (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"))
-    if result.message and remark is not None:
-        remark = f"{remark} ({result.message})"
-    return code, remark
-
 
 class _Refused(Exception):
     def __init__(self, code: int, remark: str):
@@ -162,14 +128,13 @@ class SendMessageProcessor:
 
     async def _send_one(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
         props_text = h.str("properties", "")
-        if string_to_properties(props_text).get(TRANSACTION_PREPARED) == "true":
-            raise _Refused(ResponseCode.NO_PERMISSION, f"the broker[{self.broker.config.broker_ip1}] sending "
-                                                       f"transaction message is forbidden (not implemented yet)")
         topic, queue_id = self._retry_or_dlq(h, topic, queue_id, req)
         msg = Message(topic=topic, body=req.body, queue_id=queue_id, flag=h.int("flag", bits=32),
                       properties=self._properties(props_text), sys_flag=h.int("sysFlag", bits=32),
                       born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
                       reconsume_times=h.int("reconsumeTimes", 0, 32))
+        if msg.get_property(TRANSACTION_PREPARED) == "true":
+            msg = half_message(msg)  # parked in the half topic until END_TRANSACTION (.transaction)
         result = await asyncio.wrap_future(self.broker.store.async_put_message(msg))
         return self._response(req, result, queue_id)
 
