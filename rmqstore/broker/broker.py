@@ -30,6 +30,7 @@ from .namesrv import BrokerRegistration, NameServer
 from .offsets import ConsumerOffsetManager
 from .pull import PullMessageProcessor
 from .queries import OffsetQueries
+from .registration import NamesrvRegistration
 from .retry import SendMessageBackProcessor
 from .schedule import ScheduleMessageService
 from .send import SendMessageProcessor
@@ -66,6 +67,7 @@ class Broker:
                      self.transaction_service, OffsetQueries(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
+        self.registration = NamesrvRegistration(self, self.config.namesrv_addr) if self.config.namesrv_addr else None
         self._persist_task = BackgroundTask()
         self._started = False
 
@@ -98,6 +100,8 @@ class Broker:
                                                            self.config.broker_id, self.config.broker_addr,
                                                            self.topics))
                 await self.namesrv.start()
+            if self.registration is not None:
+                await self.registration.start()
         except BaseException:
             await self._close_listeners()
             self.store.shutdown()
@@ -126,6 +130,8 @@ class Broker:
             return
         self._started = False
         await self._persist_task.stop()
+        if self.registration is not None:
+            await self.registration.stop()
         await self._close_listeners()
         await self.schedule_service.stop()
         await self.transaction_service.stop()

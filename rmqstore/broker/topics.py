@@ -106,6 +106,8 @@ class TopicConfigManager:
         self.table: dict[str, TopicConfig] = {}
         self.data_version = {"counter": 0, "timestamp": int(time.time() * 1000)}
         self._lock = threading.Lock()
+        #: called after a topic is added or changed (a broker registering with name servers re-registers)
+        self.on_change = None
         self._add_system_topics()
 
     def _add_system_topics(self) -> None:
@@ -148,6 +150,8 @@ class TopicConfigManager:
         self.data_version = {"counter": int(self.data_version.get("counter", 0)) + 1,
                              "timestamp": int(time.time() * 1000)}
         self.persist()
+        if self.on_change is not None:
+            self.on_change()
 
     # -- lookups and creation ------------------------------------------------------------------
     def select(self, topic: str) -> TopicConfig | None:
