@@ -23,7 +23,7 @@ from conftest import REPO
 from rmqstore.broker.batch import encode_batch_body
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.properties import properties_to_string
-from rmqstore.record import decode_message_id
+from rmqstore.record import decode_message_id, decode_record
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode, SerializeType, encode_frame
 
 pytestmark = pytest.mark.timeout(90)
@@ -232,3 +232,42 @@ def test_broker_command_stops_cleanly_on_sigterm(tmp_path):
     assert not (root / "abort").exists()
     assert (root / "config" / "topics.json").exists()
     assert "CliTopic" in loads((root / "config" / "topics.json").read_text())["topicConfigTable"]
+
+
+def test_offsets_piggyback_oneway_update_and_queries(broker):
+    client = broker.client()
+    try:
+        for n in range(3):
+            r = broker.call(client.invoke(send_v2("OffTopic", f"m{n}".encode(), 0, {"KEYS": f"key{n}"})))
+            assert r.code == 0
+        broker.broker.store.wait_dispatched()
+
+        def ask(code, **ext):
+            return broker.call(client.invoke(RemotingCommand(code, {k: str(v) for k, v in ext.items()})))
+        q = dict(consumerGroup="G_off", topic="OffTopic", queueId=0)
+        assert ask(RequestCode.QUERY_CONSUMER_OFFSET, **q).ext_fields["offset"] == "0"  # young queue: from 0
+        piggy = pull("OffTopic", 0, 1)
+        piggy.ext_fields.update(sysFlag="5", commitOffset="1", consumerGroup="G_off")  # commit-offset + subscription
+        assert broker.call(client.invoke(piggy)).code == ResponseCode.SUCCESS
+        assert ask(RequestCode.QUERY_CONSUMER_OFFSET, **q).ext_fields["offset"] == "1"
+        broker.call(client.invoke_oneway(RemotingCommand(RequestCode.UPDATE_CONSUMER_OFFSET,
+                                                         dict({k: str(v) for k, v in q.items()}, commitOffset="3"))))
+        deadline = time.monotonic() + 5
+        while ask(RequestCode.QUERY_CONSUMER_OFFSET, **q).ext_fields["offset"] != "3" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ask(RequestCode.QUERY_CONSUMER_OFFSET, **q).ext_fields["offset"] == "3"
+        assert ask(RequestCode.GET_MAX_OFFSET, topic="OffTopic", queueId=0).ext_fields["offset"] == "3"
+        assert ask(RequestCode.GET_MIN_OFFSET, topic="OffTopic", queueId=0).ext_fields["offset"] == "0"
+        far = ask(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, topic="OffTopic", queueId=0, timestamp=2**62)
+        assert far.code == 0 and far.ext_fields["offset"] in ("2", "3")
+        found = ask(RequestCode.QUERY_MESSAGE, topic="OffTopic", key="key1", maxNum=32, beginTimestamp=0,
+                    endTimestamp=2**62)
+        assert found.code == 0 and b"m1" in found.body and b"m0" not in found.body
+        assert ask(RequestCode.QUERY_MESSAGE, topic="OffTopic", key="nokey", maxNum=32, beginTimestamp=0,
+                   endTimestamp=2**62).code == ResponseCode.QUERY_NOT_FOUND
+        one = ask(RequestCode.VIEW_MESSAGE_BY_ID, offset=decode_message_id(r.ext_fields["msgId"])[1])
+        assert one.code == 0 and decode_record(one.body).body == b"m2" and len(one.body) == decode_record(
+            one.body).total_size
+        assert ask(RequestCode.VIEW_MESSAGE_BY_ID, offset=10**9).code == ResponseCode.SYSTEM_ERROR
+    finally:
+        broker.call(client.close())

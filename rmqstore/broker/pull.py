@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 
 from ..reading import GetMessageStatus, TagFilter, read_message_bytes
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
@@ -135,59 +136,89 @@ class PullMessageProcessor:
         response, hold = self._pull(conn, req, allow_suspend=True)
         if hold is None:
             return response
-        topic, queue_id, offset, timeout = hold
-        await self.hold_service.hold(topic, queue_id, offset, timeout)
+        await self.hold_service.hold(*hold)
         response, _ = self._pull(conn, req, allow_suspend=False)
         return response
 
     def _pull(self, conn: Connection, req: RemotingCommand, allow_suspend: bool):
+        """(response, None), or (None, hold arguments) when the pull is to be held."""
+        p = _PullRequest.of(Header(req.ext_fields))
+        refusal = self._check(conn, p)
+        if refusal is not None:
+            return req.response(*refusal), None
+        message_filter = self._message_filter(p)
+        if not isinstance(message_filter, TagFilter):
+            return req.response(*message_filter), None
         broker = self.broker
-        h = Header(req.ext_fields)
-        group, topic = h.str("consumerGroup"), h.str("topic")
-        queue_id, offset = h.int("queueId", bits=32), h.int("queueOffset")
-        max_nums, sys_flag = h.int("maxMsgNums", bits=32), h.int("sysFlag", bits=32)
-        commit_offset = h.int("commitOffset", 0)
-        suspend_ms = h.int("suspendTimeoutMillis", 0)
-        config = broker.topics.select(topic)
-        if config is None:
-            return req.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"), None
-        if not is_readable(config.perm):
-            return req.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"), None
-        if not 0 <= queue_id < config.read_queue_nums:
-            return req.response(ResponseCode.SYSTEM_ERROR,
-                                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
-                                f"[{config.read_queue_nums}] consumer:[{conn.remote_addr_text}]"), None
-        if sys_flag & FLAG_SUBSCRIPTION:
-            expression_type = h.str("expressionType", "TAG") or "TAG"
-            if expression_type != "TAG":
-                return req.response(ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-                                    f"expression type {expression_type} is not supported (TAG only)"), None
-            message_filter = TagFilter(h.str("subscription", "*") or "*")
-        else:
-            sub = broker.clients.subscription(group, topic)
-            if sub is None:
-                return req.response(ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                                    "the consumer's subscription not exist"), None
-            if sub.sub_version < h.int("subVersion", 0):
-                return req.response(ResponseCode.SUBSCRIPTION_NOT_LATEST,
-                                    "the consumer's subscription not latest"), None
-            message_filter = TagFilter(sub.sub_string)
-        result = broker.store.get_message(group, topic, queue_id, offset, max(0, max_nums), message_filter)
-        code = _response_code(result.status, offset)
-        body = b""
-        if code == ResponseCode.SUCCESS:
-            parts = [read_message_bytes(broker.store, u.commit_log_offset, u.size) for u in result.units]
-            if any(p is None for p in parts):  # a file went away between the read and now
-                code = ResponseCode.PULL_RETRY_IMMEDIATELY
-            else:
-                body = b"".join(parts)
-        if allow_suspend and sys_flag & FLAG_COMMIT_OFFSET:
-            broker.offsets.commit_offset(conn.remote_addr_text, group, topic, queue_id, commit_offset)
-        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sys_flag & FLAG_SUSPEND:
-            timeout_ms = suspend_ms if broker.config.long_polling_enable else broker.config.short_polling_time_mills
-            return None, (topic, queue_id, offset, max(0, timeout_ms) / 1000.0)
+        result = broker.store.get_message(p.group, p.topic, p.queue_id, p.offset, max(0, p.max_nums),
+                                          message_filter)
+        code, body = self._body(result, p.offset)
+        if allow_suspend and p.sys_flag & FLAG_COMMIT_OFFSET:
+            broker.offsets.commit_offset(conn.remote_addr_text, p.group, p.topic, p.queue_id, p.commit_offset)
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and p.sys_flag & FLAG_SUSPEND:
+            cfg = broker.config
+            timeout_ms = p.suspend_ms if cfg.long_polling_enable else cfg.short_polling_time_mills
+            return None, (p.topic, p.queue_id, p.offset, max(0, timeout_ms) / 1000.0)
         ext = {"suggestWhichBrokerId": 0, "nextBeginOffset": result.next_begin_offset,
                "minOffset": result.min_offset, "maxOffset": result.max_offset}
         return req.response(code, None if code == ResponseCode.SUCCESS else result.status.name, ext, body), None
 
+    def _check(self, conn: Connection, p: "_PullRequest") -> tuple[int, str] | None:
+        config = self.broker.topics.select(p.topic)
+        if config is None:
+            return ResponseCode.TOPIC_NOT_EXIST, f"topic[{p.topic}] not exist, apply first please!"
+        if not is_readable(config.perm):
+            return ResponseCode.NO_PERMISSION, f"the topic[{p.topic}] pulling message is forbidden"
+        if not 0 <= p.queue_id < config.read_queue_nums:
+            return ResponseCode.SYSTEM_ERROR, (f"queueId[{p.queue_id}] is illegal, topic:[{p.topic}] topicConfig."
+                                               f"readQueueNums:[{config.read_queue_nums}] consumer:"
+                                               f"[{conn.remote_addr_text}]")
+        return None
 
+    def _message_filter(self, p: "_PullRequest") -> TagFilter | tuple[int, str]:
+        """The pull's tag filter: from the request (subscription flag) or from the group's heartbeat."""
+        if p.sys_flag & FLAG_SUBSCRIPTION:
+            if p.expression_type != "TAG":
+                return ResponseCode.SUBSCRIPTION_PARSE_FAILED, (f"expression type {p.expression_type} is not "
+                                                                f"supported (TAG only)")
+            return TagFilter(p.subscription)
+        sub = self.broker.clients.subscription(p.group, p.topic)
+        if sub is None:
+            return ResponseCode.SUBSCRIPTION_NOT_EXIST, "the consumer's subscription not exist"
+        if sub.sub_version < p.sub_version:
+            return ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+        return TagFilter(sub.sub_string)
+
+    def _body(self, result, offset: int) -> tuple[int, bytes]:
+        """The response code and, when found, the records back to back as stored."""
+        code = _response_code(result.status, offset)
+        if code != ResponseCode.SUCCESS:
+            return code, b""
+        parts = [read_message_bytes(self.broker.store, u.commit_log_offset, u.size) for u in result.units]
+        if any(part is None for part in parts):  # a file went away between the read and now
+            return ResponseCode.PULL_RETRY_IMMEDIATELY, b""
+        return code, b"".join(parts)
+
+
+@dataclass
+class _PullRequest:
+    """PullMessageRequestHeader's fields."""
+
+    group: str
+    topic: str
+    queue_id: int
+    offset: int
+    max_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_ms: int
+    subscription: str
+    sub_version: int
+    expression_type: str
+
+    @classmethod
+    def of(cls, h: Header) -> "_PullRequest":
+        return cls(h.str("consumerGroup"), h.str("topic"), h.int("queueId", bits=32), h.int("queueOffset"),
+                   h.int("maxMsgNums", bits=32), h.int("sysFlag", bits=32), h.int("commitOffset", 0),
+                   h.int("suspendTimeoutMillis", 0), h.str("subscription", "*") or "*", h.int("subVersion", 0),
+                   h.str("expressionType", "TAG") or "TAG")
