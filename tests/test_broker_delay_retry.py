@@ -91,8 +91,11 @@ def test_delayed_messages_arrive_after_their_level_not_before(tmp_path):
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the wrapper re-raises
 def test_a_failing_listener_goes_to_retry_comes_back_and_ends_in_the_dlq(tmp_path):
     root = tmp_path / "store"
+    # the group's retryMaxTimes (16 by default), set as an admin does it: in subscriptionGroup.json
+    (root / "config").mkdir(parents=True)
+    (root / "config" / "subscriptionGroup.json").write_text(json.dumps(
+        {"subscriptionGroupTable": {"CG_fail": {"groupName": "CG_fail", "retryMaxTimes": 2, "retryQueueNums": 1}}}))
     with BrokerThread(root, store_config=small_store_config(message_delay_level=LEVELS)) as bt:
-        bt.broker.send_back_processor.max_reconsume_times = 2  # the group's retryMaxTimes (16 by default)
         p = _producer(bt.namesrv)
         try:
             m = rc.Message("FailTopic")

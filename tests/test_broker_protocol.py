@@ -271,3 +271,28 @@ def test_offsets_piggyback_oneway_update_and_queries(broker):
         assert ask(RequestCode.VIEW_MESSAGE_BY_ID, offset=10**9).code == ResponseCode.SYSTEM_ERROR
     finally:
         broker.call(client.close())
+
+
+def test_subscription_groups_are_created_persisted_or_refused(tmp_path):
+    root = tmp_path / "store"
+    with BrokerThread(root) as bt:
+        client = bt.client()
+        try:
+            assert bt.call(client.invoke(send_v2("GroupTopic", b"g"))).code == 0
+            assert bt.call(client.invoke(pull("GroupTopic", 0, 0))).code in (ResponseCode.SUCCESS,
+                                                                              ResponseCode.PULL_NOT_FOUND)
+        finally:
+            bt.call(client.close())
+    table = loads((root / "config" / "subscriptionGroup.json").read_text())["subscriptionGroupTable"]
+    assert table["CG_proto"]["retryMaxTimes"] == 16 and table["CG_proto"]["consumeEnable"] is True
+    with BrokerThread(root, auto_create_subscription_group=False) as bt:
+        client = bt.client()
+        try:
+            r = bt.call(client.invoke(pull("GroupTopic", 0, 0)))
+            assert r.code == ResponseCode.SUCCESS  # known from the file
+            unknown = pull("GroupTopic", 0, 0)
+            unknown.ext_fields["consumerGroup"] = "NewGroup"
+            r = bt.call(client.invoke(unknown))
+            assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+        finally:
+            bt.call(client.close())

@@ -25,6 +25,7 @@ from ..config import StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
 from .clients import ClientManager
+from .groups import SubscriptionGroupManager
 from .config import BrokerConfig
 from .namesrv import BrokerRegistration, NameServer
 from .offsets import ConsumerOffsetManager
@@ -53,7 +54,8 @@ class Broker:
         self.store: MessageStore | None = None  # created in start(), once the listening port is known
         self.topics = TopicConfigManager(self.store_root, self.config, len(self.store_config.delay_level_table()))
         self.offsets = ConsumerOffsetManager(self.store_root)
-        self.clients = ClientManager(self.topics)
+        self.groups = SubscriptionGroupManager(self.store_root, self.config)
+        self.clients = ClientManager(self.topics, self.groups)
         self.limits = limits or Limits(max_connections=self.config.max_connections,
                                        idle_timeout=float(self.config.server_channel_max_idle_time_seconds))
         self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
@@ -91,6 +93,8 @@ class Broker:
             self.topics.load()
             self.topics.persist()
             self.offsets.load()
+            self.groups.load()
+            self.groups.persist()
             self.pull_processor.hold_service.start(asyncio.get_running_loop())
             self.schedule_service.start()
             self.transaction_service.start()
@@ -138,6 +142,7 @@ class Broker:
         self.pull_processor.hold_service.stop()
         self.offsets.persist()
         self.topics.persist()
+        self.groups.persist()
         await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
         log.info("broker %s stopped", self.config.broker_name)
 

@@ -56,8 +56,9 @@ class ConsumerGroupInfo:
 class ClientManager:
     """Producer and consumer groups as the heartbeats describe them."""
 
-    def __init__(self, topics):
+    def __init__(self, topics, groups):
         self.topics = topics
+        self.groups = groups
         self.consumers: dict[str, ConsumerGroupInfo] = {}
         self.producers: dict[str, dict[str, Connection]] = {}
 
@@ -75,7 +76,9 @@ class ClientManager:
         conn.attributes["client_id"] = client_id
         for cd in data.get("consumerDataSet") or ():
             group = str(cd["groupName"])
-            self.topics.create_system_topic(retry_topic(group), 1, PERM_READ | PERM_WRITE)
+            config = self.groups.find(group)
+            if config is not None:
+                self.topics.create_system_topic(retry_topic(group), config.retry_queue_nums, PERM_READ | PERM_WRITE)
             subs = {s.topic: s for s in (SubscriptionData.from_json(d) for d in cd.get("subscriptionDataSet") or ())}
             self._register_consumer(group, client_id, conn, subs, cd)
         for pd in data.get("producerDataSet") or ():
@@ -95,7 +98,8 @@ class ClientManager:
             old = info.subscriptions.get(topic)
             if old is None or sub.sub_version > old.sub_version:
                 info.subscriptions[topic] = sub
-        if changed:
+        config = self.groups.table.get(group)
+        if changed and (config is None or config.notify_consumer_ids_changed_enable):
             self._notify_ids_changed(info)
 
     def unregister_client(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:

@@ -15,9 +15,14 @@ does not parse (``ConfigManager.load``/``loadBak``).
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
+import time
 
-__all__ = ["dumps", "loads", "write_config_file", "read_config_file"]
+log = logging.getLogger(__name__)
+
+__all__ = ["dumps", "loads", "write_config_file", "read_config_file", "ConfigTable"]
 
 
 def _key(k) -> str:
@@ -115,3 +120,46 @@ def read_config_file(path: str):
         except ValueError:
             continue
     return None
+
+
+class ConfigTable:
+    """A broker table kept in one config file with a ``dataVersion`` (RocketMQ's ``ConfigManager``).
+
+    Subclasses name the file's table key and turn one entry's JSON into an object with a
+    ``to_json()``; loading skips (and logs) entries that do not parse.
+    """
+
+    table_key = ""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.table: dict = {}
+        self.data_version = {"counter": 0, "timestamp": int(time.time() * 1000)}
+        self._lock = threading.Lock()
+
+    def entry_from_json(self, name: str, d: dict):
+        raise NotImplementedError
+
+    def load(self) -> None:
+        data = read_config_file(self.path)
+        if not isinstance(data, dict):
+            return
+        for name, d in (data.get(self.table_key) or {}).items():
+            try:
+                self.table[str(name)] = self.entry_from_json(str(name), d)
+            except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                log.warning("%s: skipping %r: %s", self.path, name, exc)
+        if isinstance(data.get("dataVersion"), dict):
+            self.data_version = data["dataVersion"]
+
+    def persist(self) -> None:
+        with self._lock:
+            text = dumps({"dataVersion": self.data_version,
+                          self.table_key: {k: v.to_json() for k, v in sorted(self.table.items())}}, pretty=True)
+        write_config_file(self.path, text)
+
+    def changed(self) -> None:
+        """Count a change (``dataVersion.nextVersion``) and write the file."""
+        self.data_version = {"counter": int(self.data_version.get("counter", 0)) + 1,
+                             "timestamp": int(time.time() * 1000)}
+        self.persist()

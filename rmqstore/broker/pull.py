@@ -164,6 +164,11 @@ class PullMessageProcessor:
         return req.response(code, None if code == ResponseCode.SUCCESS else result.status.name, ext, body), None
 
     def _check(self, conn: Connection, p: "_PullRequest") -> tuple[int, str] | None:
+        group = self.broker.groups.find(p.group)
+        if group is None:
+            return ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{p.group}] does not exist"
+        if not group.consume_enable:
+            return ResponseCode.NO_PERMISSION, f"subscription group no permission, {p.group}"
         config = self.broker.topics.select(p.topic)
         if config is None:
             return ResponseCode.TOPIC_NOT_EXIST, f"topic[{p.topic}] not exist, apply first please!"

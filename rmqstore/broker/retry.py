@@ -8,7 +8,8 @@ sets delay level ``3 + reconsume times`` (10 s, 30 s, 1 min ... with the default
 unless the client named one, so the store parks it in the schedule topic and
 :mod:`.schedule` delivers it to the retry topic when due -- which every push consumer of
 the group subscribes to.  Once the message has been reconsumed ``maxReconsumeTimes``
-times (16 by default; the client's own value when it sends one), or when the client asks
+times (the group's retryMaxTimes, 16 by default, from subscriptionGroup.json; the client's
+own value when it sends one), or when the client asks
 for delay level -1, it goes to the dead-letter topic ``%DLQ%group`` instead, at once
 (DELAY set to 0, which the store reads as "no delay").
 """
@@ -26,19 +27,16 @@ from .headers import Header
 from .results import response_of_put
 from .topics import DLQ_GROUP_TOPIC_PREFIX, PERM_READ, PERM_WRITE, is_writeable, retry_topic
 
-__all__ = ["SendMessageBackProcessor", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID", "MAX_RECONSUME_TIMES"]
+__all__ = ["SendMessageBackProcessor", "RETRY_TOPIC", "ORIGIN_MESSAGE_ID"]
 
 RETRY_TOPIC = "RETRY_TOPIC"
 ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-MAX_RECONSUME_TIMES = 16  # SubscriptionGroupConfig.retryMaxTimes
-RETRY_QUEUE_NUMS = 1  # SubscriptionGroupConfig.retryQueueNums
 DLQ_NUMS_PER_GROUP = 1
 
 
 class SendMessageBackProcessor:
     def __init__(self, broker):
         self.broker = broker
-        self.max_reconsume_times = MAX_RECONSUME_TIMES
 
     def register(self, server) -> None:
         server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self.process)
@@ -48,7 +46,12 @@ class SendMessageBackProcessor:
         h = Header(req.ext_fields)
         group, offset = h.str("group"), h.int("offset")
         delay_level = h.int("delayLevel", 0, 32)
-        max_times = h.int("maxReconsumeTimes", self.max_reconsume_times, 32)
+        group_config = broker.groups.find(group)
+        if group_config is None:
+            return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+        if group_config.retry_queue_nums <= 0:
+            return req.response(ResponseCode.SUCCESS)
+        max_times = h.int("maxReconsumeTimes", group_config.retry_max_times, 32)
         if not is_writeable(broker.config.broker_permission):
             return req.response(ResponseCode.NO_PERMISSION,
                                 f"the broker[{broker.config.broker_ip1}] sending message is forbidden")
@@ -65,7 +68,7 @@ class SendMessageBackProcessor:
             props[DELAY] = "0"  # setDelayTimeLevel(0): straight to the dead letters, no schedule
         else:
             topic = retry_topic(group)
-            config = broker.topics.create_system_topic(topic, RETRY_QUEUE_NUMS, PERM_WRITE | PERM_READ)
+            config = broker.topics.create_system_topic(topic, group_config.retry_queue_nums, PERM_WRITE | PERM_READ)
             queue_id = random.randrange(max(1, config.write_queue_nums))
             props[DELAY] = str(delay_level if delay_level > 0 else 3 + record.reconsume_times)
         if not props.get(ORIGIN_MESSAGE_ID):

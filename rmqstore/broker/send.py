@@ -112,7 +112,10 @@ class SendMessageProcessor:
         if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             return topic, queue_id
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
-        max_times = h.int("maxReconsumeTimes", self.broker.send_back_processor.max_reconsume_times, 32)
+        config = self.broker.groups.find(group)
+        if config is None:
+            raise _Refused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
+        max_times = h.int("maxReconsumeTimes", config.retry_max_times, 32)
         if h.int("reconsumeTimes", 0, 32) < max_times:
             return topic, queue_id
         dlq = DLQ_GROUP_TOPIC_PREFIX + group

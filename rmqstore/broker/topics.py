@@ -19,11 +19,9 @@ from __future__ import annotations
 import logging
 import os
 import re
-import threading
-import time
 from dataclasses import dataclass
 
-from .jsonfmt import dumps, read_config_file, write_config_file
+from .jsonfmt import ConfigTable
 
 __all__ = ["PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TopicConfig", "TopicConfigManager",
            "validate_topic", "AUTO_CREATE_TOPIC_KEY_TOPIC", "SCHEDULE_TOPIC", "RETRY_GROUP_TOPIC_PREFIX",
@@ -96,19 +94,21 @@ class TopicConfig:
                    int(d.get("topicSysFlag", 0)), bool(d.get("order", False)))
 
 
-class TopicConfigManager:
+class TopicConfigManager(ConfigTable):
     """The topic table of one broker, persisted in ``<store>/config/topics.json``."""
 
+    table_key = "topicConfigTable"
+
     def __init__(self, store_root: str, broker_config, delay_levels: int = 18):
+        super().__init__(os.path.join(store_root, "config", "topics.json"))
         self.delay_levels = delay_levels
-        self.path = os.path.join(store_root, "config", "topics.json")
         self.broker_config = broker_config
-        self.table: dict[str, TopicConfig] = {}
-        self.data_version = {"counter": 0, "timestamp": int(time.time() * 1000)}
-        self._lock = threading.Lock()
         #: called after a topic is added or changed (a broker registering with name servers re-registers)
         self.on_change = None
         self._add_system_topics()
+
+    def entry_from_json(self, name: str, d: dict) -> "TopicConfig":
+        return TopicConfig.from_json(d)
 
     def _add_system_topics(self) -> None:
         bc = self.broker_config
@@ -127,39 +127,15 @@ class TopicConfigManager:
         reply = bc.broker_cluster_name + "_REPLY_TOPIC"
         self.table[reply] = TopicConfig(reply, 1, 1)
 
-    # -- persistence ---------------------------------------------------------------------------
-    def load(self) -> None:
-        data = read_config_file(self.path)
-        if not isinstance(data, dict):
-            return
-        for name, d in (data.get("topicConfigTable") or {}).items():
-            try:
-                self.table[name] = TopicConfig.from_json(d)
-            except (KeyError, TypeError, ValueError) as exc:
-                log.warning("%s: skipping topic %r: %s", self.path, name, exc)
-        if isinstance(data.get("dataVersion"), dict):
-            self.data_version = data["dataVersion"]
-
-    def persist(self) -> None:
-        with self._lock:
-            text = dumps({"dataVersion": self.data_version,
-                          "topicConfigTable": {k: v.to_json() for k, v in sorted(self.table.items())}}, pretty=True)
-        write_config_file(self.path, text)
-
-    def _changed(self) -> None:
-        self.data_version = {"counter": int(self.data_version.get("counter", 0)) + 1,
-                             "timestamp": int(time.time() * 1000)}
-        self.persist()
-        if self.on_change is not None:
-            self.on_change()
-
     # -- lookups and creation ------------------------------------------------------------------
     def select(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
 
     def put(self, config: TopicConfig) -> None:
         self.table[config.topic_name] = config
-        self._changed()
+        self.changed()
+        if self.on_change is not None:
+            self.on_change()
 
     def create_in_send(self, topic: str, default_topic: str, client_queue_nums: int,
                        topic_sys_flag: int = 0) -> TopicConfig | None:
