@@ -8,6 +8,7 @@ down (Done means 6), and the ``rmqstore broker`` command stopping cleanly on SIG
 from __future__ import annotations
 
 import asyncio
+import asyncio
 import os
 import signal
 import socket
@@ -294,5 +295,24 @@ def test_subscription_groups_are_created_persisted_or_refused(tmp_path):
             unknown.ext_fields["consumerGroup"] = "NewGroup"
             r = bt.call(client.invoke(unknown))
             assert r.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+        finally:
+            bt.call(client.close())
+
+
+def test_sync_flush_sends_wait_on_the_store_pool_not_on_the_loop(tmp_path):
+    from broker_support import small_store_config
+    from rmqstore.config import FlushDiskType
+
+    with BrokerThread(tmp_path / "store", store_config=small_store_config(
+            flush_disk_type=FlushDiskType.SYNC_FLUSH)) as bt:
+        client = bt.client()
+        try:
+            async def many():
+                return await asyncio.gather(*(client.invoke(send_v2("SyncTopic", f"s{n}".encode(), n % 4))
+                                              for n in range(40)))
+            responses = bt.call(many())
+            assert all(r.code == ResponseCode.SUCCESS for r in responses)
+            store = bt.broker.store
+            assert store.commit_log.mapped_file_queue.flushed_where >= store.get_max_phy_offset()
         finally:
             bt.call(client.close())
