@@ -39,7 +39,19 @@ from .tasks import BackgroundTask
 from .topics import TopicConfigManager
 from .transaction import TransactionService
 
-__all__ = ["Broker"]
+__all__ = ["Broker", "DIFFERENCES"]
+
+#: where the broker deliberately differs from Apache RocketMQ 4.9.8 (or does not do something yet)
+DIFFERENCES = {
+    "max_connections": "A broker accepts at most maxConnections (1024) client connections and closes any more "
+                       "at once; RocketMQ has no cap and relies on the operating system's limits.",
+    "expression_type": "Pulls filter by TAG only; an SQL92 subscription is answered SUBSCRIPTION_PARSE_FAILED.",
+    "compressed_register": "A standalone name server refuses a compressed REGISTER_BROKER body (RocketMQ's "
+                           "compressedRegister, off by default).",
+    "wait_false_sync_flush": "With SYNC_FLUSH, a send whose WAIT property is false still waits for the flush: "
+                             "WAIT is dropped from the stored properties as 4.9.8 does, and our Message keeps "
+                             "no separate flag for it (the safer side: more durable, slower).",
+}
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,9 @@ the producer's own connection), which is why the same class is the client.
 
 Limits, all per :class:`Limits`: a frame is at most 16 MiB (checked from its length field
 before anything is buffered), at most ``max_in_flight`` requests of one connection are
-processed at a time (the reader waits for a slot: the peer's TCP window does the rest),
+processed at a time and their bodies are at most ``max_in_flight_bytes`` (the reader waits:
+the peer's TCP window does the rest), a response waits until the peer has read enough of
+what was sent before (drain), so a peer that never reads stalls only itself,
 an idle connection is closed after ``idle_timeout`` seconds, and the server accepts at
 most ``max_connections``.  Bytes that are not a frame close the connection, as Netty's
 decoder does in RocketMQ: after a bad length there is no way back to a frame boundary.
@@ -54,6 +56,7 @@ class RemotingTimeoutError(TimeoutError):
 class Limits:
     max_connections: int = 1024
     max_in_flight: int = 256
+    max_in_flight_bytes: int = 64 * 1024 * 1024  # bodies of requests being processed, per connection
     idle_timeout: float = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
 
 
@@ -73,6 +76,8 @@ class Connection:
         self.remote_address: tuple[str, int] = (peer[0], peer[1])
         self.pending: dict[int, asyncio.Future] = {}
         self._slots = asyncio.Semaphore(limits.max_in_flight)
+        self._in_flight_bytes = 0
+        self._bytes_freed = asyncio.Event()
         self._tasks: set[asyncio.Task] = set()
         self.closed = asyncio.Event()
         self.attributes: dict = {}  # what upper layers remember about the peer (client id, ...)
@@ -113,21 +118,32 @@ class Connection:
             if future is not None and not future.done():
                 future.set_result(cmd)
             return
+        size = len(cmd.body)
+        while self._in_flight_bytes and self._in_flight_bytes + size > self.limits.max_in_flight_bytes:
+            self._bytes_freed.clear()
+            await self._bytes_freed.wait()
         await self._slots.acquire()
+        self._in_flight_bytes += size
         task = asyncio.get_running_loop().create_task(self._process(cmd))
         self._tasks.add(task)
-        task.add_done_callback(self._task_done)
+        task.add_done_callback(lambda t: self._task_done(t, size))
 
-    def _task_done(self, task: asyncio.Task) -> None:
+    def _task_done(self, task: asyncio.Task, size: int) -> None:
         self._tasks.discard(task)
         self._slots.release()
+        self._in_flight_bytes -= size
+        self._bytes_freed.set()
 
     async def _process(self, cmd: RemotingCommand) -> None:
         response = await self.run_processor(cmd)
         if response is not None and not cmd.is_oneway:
             response.opaque = cmd.opaque
             response.serialize_type = cmd.serialize_type
-            self.send(response)
+            if self.send(response):
+                try:
+                    await self.writer.drain()  # a peer that does not read holds its own slots, not our memory
+                except (ConnectionError, OSError):
+                    pass
 
     async def run_processor(self, cmd: RemotingCommand) -> RemotingCommand | None:
         """The processor's response to ``cmd`` (errors turned into error responses)."""
