@@ -174,3 +174,24 @@ def test_connection_cap_and_idle_timeout():
             await second.close()
             await server.stop()
     _run(main())
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=200) | commands.map(lambda c: encode_frame(c)[:-1]),
+                min_size=1, max_size=4))
+def test_fuzz_the_server_survives_garbage_and_keeps_serving(chunks):
+    async def main():
+        server = await _server()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            for chunk in chunks:
+                writer.write(chunk)
+            await writer.drain()
+            writer.close()
+            client = await RemotingClient().connect("127.0.0.1", server.port)
+            r = await client.invoke(RemotingCommand(1000, {"n": "alive"}))
+            assert r.ext_fields["echo"] == "alive"
+            await client.close()
+        finally:
+            await server.stop()
+    _run(main())
