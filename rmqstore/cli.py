@@ -961,6 +961,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .spark.cli import add_spark_parser  # imports no pyspark until `rmqstore spark` runs
 
     add_spark_parser(sub)
+    from .broker.cli import add_broker_parser  # asyncio and the broker load only when it runs
+
+    add_broker_parser(sub)
     return parser
 
 

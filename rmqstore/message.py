@@ -54,6 +54,9 @@ class Message:
     store_timestamp: int | None = None
     queue_offset: int | None = None
     body_crc: int | None = None
+    #: the DELAY property was cleared from the properties *map* while the stored text keeps it
+    #: (a ScheduleMessageService delivery, as RocketMQ 4.9.8 stores one): no delay rewrite
+    delay_cleared: bool = False
     _props_map: JavaHashMap | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
@@ -80,7 +83,7 @@ class Message:
 
     @property
     def delay_time_level(self) -> int:
-        if "DELAY\x01" not in self.properties:
+        if self.delay_cleared or "DELAY\x01" not in self.properties:
             return 0
         v = self.get_property("DELAY")
         try:

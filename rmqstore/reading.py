@@ -73,7 +73,7 @@ __all__ = [
     "TagFilter", "DIFFERENCES",
     "get_message", "look_message_by_offset", "view_message_by_id", "query_message",
     "get_max_offset_in_queue", "get_min_offset_in_queue", "get_commit_log_offset_in_queue",
-    "get_offset_in_queue_by_time", "pickup_store_timestamp", "message_keys", "check_open",
+    "get_offset_in_queue_by_time", "pickup_store_timestamp", "message_keys", "check_open", "read_message_bytes",
 ]
 
 log = logging.getLogger(__name__)
@@ -288,6 +288,20 @@ def _read_record(store, offset: int, size: int, *, check_crc: bool = False):
     if rec.physical_offset != offset:
         raise CorruptRecordError(f"the record says it sits at {rec.physical_offset}", offset)
     return rec
+
+
+def read_message_bytes(store, offset: int, size: int) -> bytes | None:
+    """The raw ``size`` bytes at commitlog ``offset`` (what a pull response carries), or None
+    when they are not readable (not written yet, file gone)."""
+    check_open(store)
+    held = _hold_range(store.commit_log.mapped_file_queue, offset, size)
+    if held is None:
+        return None
+    mf, pos = held
+    try:
+        return bytes(mf.mapped[pos:pos + size])
+    finally:
+        mf.release()
 
 
 def _read_int_at(store, offset: int) -> int | None:

@@ -249,6 +249,9 @@ class MessageStore:
         self._async_pool_lock = threading.Lock()
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
         self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
+        #: called from the reput thread after each consume-queue unit: (topic, queue id, new max offset);
+        #: a broker wakes its long-polling pulls with it (RocketMQ's MessageArrivingListener)
+        self.message_arriving_listener = None
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -764,6 +767,9 @@ class MessageStore:
             else:
                 log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,
                           req.consume_queue_offset)
+            listener = self.message_arriving_listener
+            if listener is not None:
+                listener(req.topic, req.queue_id, req.consume_queue_offset + 1)
             if tr is not None:
                 tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id,
                          queue_offset=req.consume_queue_offset, unit=(req.commit_log_offset, req.msg_size,

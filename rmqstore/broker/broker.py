@@ -1,0 +1,162 @@
+"""The broker: a MessageStore behind RocketMQ's remoting protocol (``BrokerController``).
+
+:class:`Broker` assembles the pieces -- the store (its own threads: flush, reput,
+allocation, as always), the topic table, consumer offsets, client groups, the request
+processors and one :class:`~rmqstore.remoting.RemotingServer` -- and, for the
+one-process setup a newcomer needs, an embedded :class:`~rmqstore.broker.namesrv.NameServer`
+that routes every topic of this broker.  Everything network-facing runs on one asyncio
+event loop; processors call into the store directly (reads and async-flush puts are
+quick), and a put that must wait for a SYNC_FLUSH waits on the store's own pool, not on
+the loop.
+
+Lifecycle: :meth:`start` loads and starts the store (recovery first, as ever), loads
+``config/topics.json`` and ``config/consumerOffset.json``, then listens.  :meth:`stop`
+closes the listeners and every client connection, persists offsets and topics, and shuts
+the store down cleanly (flush, checkpoint, no abort file left).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+
+from ..config import StoreConfig
+from ..remoting import Limits, RemotingServer
+from ..store import MessageStore
+from .clients import ClientManager
+from .groups import SubscriptionGroupManager
+from .config import BrokerConfig
+from .namesrv import BrokerRegistration, NameServer
+from .offsets import ConsumerOffsetManager
+from .pull import PullMessageProcessor
+from .queries import OffsetQueries
+from .registration import NamesrvRegistration
+from .retry import SendMessageBackProcessor
+from .schedule import ScheduleMessageService
+from .send import SendMessageProcessor
+from .tasks import BackgroundTask
+from .topics import TopicConfigManager
+from .transaction import TransactionService
+
+__all__ = ["Broker", "DIFFERENCES"]
+
+#: where the broker deliberately differs from Apache RocketMQ 4.9.8 (or does not do something yet)
+DIFFERENCES = {
+    "max_connections": "A broker accepts at most maxConnections (1024) client connections and closes any more "
+                       "at once; RocketMQ has no cap and relies on the operating system's limits.",
+    "expression_type": "Pulls filter by TAG only; an SQL92 subscription is answered SUBSCRIPTION_PARSE_FAILED.",
+    "compressed_register": "A standalone name server refuses a compressed REGISTER_BROKER body (RocketMQ's "
+                           "compressedRegister, off by default).",
+    "wait_false_sync_flush": "With SYNC_FLUSH, a send whose WAIT property is false still waits for the flush: "
+                             "WAIT is dropped from the stored properties as 4.9.8 does, and our Message keeps "
+                             "no separate flag for it (the safer side: more durable, slower).",
+}
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    def __init__(self, store_root: str, config: BrokerConfig | None = None, store_config: StoreConfig | None = None,
+                 *, listen_host: str | None = None, namesrv_listen: tuple[str, int] | None = None,
+                 limits: Limits | None = None):
+        self.config = config or BrokerConfig()
+        self.store_root = str(store_root)
+        self.store_config = store_config or StoreConfig()
+        self.store: MessageStore | None = None  # created in start(), once the listening port is known
+        self.topics = TopicConfigManager(self.store_root, self.config, len(self.store_config.delay_level_table()))
+        self.offsets = ConsumerOffsetManager(self.store_root)
+        self.groups = SubscriptionGroupManager(self.store_root, self.config)
+        self.clients = ClientManager(self.topics, self.groups)
+        self.limits = limits or Limits(max_connections=self.config.max_connections,
+                                       idle_timeout=float(self.config.server_channel_max_idle_time_seconds))
+        self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
+                                     on_close=self.clients.connection_closed)
+        self.send_processor = SendMessageProcessor(self)
+        self.pull_processor = PullMessageProcessor(self)
+        self.send_back_processor = SendMessageBackProcessor(self)
+        self.schedule_service = ScheduleMessageService(self)
+        self.transaction_service = TransactionService(self)
+        for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
+                     self.transaction_service, OffsetQueries(self)):
+            part.register(self.server)
+        self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
+        self.registration = NamesrvRegistration(self, self.config.namesrv_addr) if self.config.namesrv_addr else None
+        self._persist_task = BackgroundTask()
+        self._started = False
+
+    @property
+    def address(self) -> str:
+        return self.server.address
+
+    async def start(self) -> None:
+        self.config.listen_port = self.server.bind()
+        if self.namesrv is not None:
+            self.namesrv.server.bind()
+        self.store_config.store_host = self.config.broker_addr
+        self.store = MessageStore(self.store_root, self.store_config)
+        try:
+            self.store.load()
+            self.store.start()
+        except BaseException:
+            await self._close_listeners()
+            raise
+        try:
+            self.topics.load()
+            self.topics.persist()
+            self.offsets.load()
+            self.groups.load()
+            self.groups.persist()
+            self.pull_processor.hold_service.start(asyncio.get_running_loop())
+            self.schedule_service.start()
+            self.transaction_service.start()
+            await self.server.start()
+            if self.namesrv is not None:
+                self.namesrv.add_broker(BrokerRegistration(self.config.broker_cluster_name, self.config.broker_name,
+                                                           self.config.broker_id, self.config.broker_addr,
+                                                           self.topics))
+                await self.namesrv.start()
+            if self.registration is not None:
+                await self.registration.start()
+        except BaseException:
+            await self._close_listeners()
+            self.store.shutdown()
+            raise
+        self._persist_task.start(self._persist_periodically())
+        self._started = True
+        log.info("broker %s listening on %s (store %s)", self.config.broker_name, self.address, self.store_root)
+
+    async def _close_listeners(self) -> None:
+        if self.namesrv is not None:
+            await self.namesrv.stop()
+        await self.server.stop()
+
+    async def _persist_periodically(self) -> None:
+        interval = self.config.flush_consumer_offset_interval / 1000.0
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                self.offsets.persist(force=False)
+                self.schedule_service.persist()
+            except OSError:
+                log.exception("persisting consumer offsets failed")
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        await self._persist_task.stop()
+        if self.registration is not None:
+            await self.registration.stop()
+        await self._close_listeners()
+        await self.schedule_service.stop()
+        await self.transaction_service.stop()
+        self.pull_processor.hold_service.stop()
+        self.offsets.persist()
+        self.topics.persist()
+        self.groups.persist()
+        await asyncio.get_running_loop().run_in_executor(None, self.store.shutdown)
+        log.info("broker %s stopped", self.config.broker_name)
+
+    def config_dir(self) -> str:
+        return os.path.join(self.store_root, "config")

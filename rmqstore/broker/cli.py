@@ -1,0 +1,121 @@
+"""``rmqstore broker STORE``: the broker and an embedded name server in one process.
+
+``rmqstore broker STORE`` listens on 127.0.0.1:10911 (broker) and 127.0.0.1:9876 (name
+server routing every topic to this broker), so a RocketMQ client configured with
+``namesrv=127.0.0.1:9876`` works at once.  ``--listen HOST:PORT`` and
+``--namesrv-listen HOST:PORT`` change the addresses (port 0: any free port),
+``--no-namesrv`` leaves the name server out and ``--namesrv ADDR`` registers with separate
+ones instead (``rmqstore namesrv [--listen HOST:PORT]`` runs one), ``--config broker.conf`` reads RocketMQ's
+own broker.conf (its storePathRootDir is the store when STORE is not given).  Loopback
+unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
+persisted, the store flushed and shut down, no abort file left.  Exit 0 after a clean
+stop, 2 when it cannot start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+
+from ..errors import RmqStoreError
+from .config import BrokerConfig, load_broker_conf
+
+__all__ = ["add_broker_parser", "run_broker", "run_namesrv", "parse_host_port"]
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    return host or "127.0.0.1", int(port)
+
+
+def add_broker_parser(subparsers) -> argparse.ArgumentParser:
+    text = "run a RocketMQ broker (and a name server) on a store: real RocketMQ clients produce and consume"
+    p = subparsers.add_parser("broker", help=text, description=text)
+    p.add_argument("store", metavar="STORE", nargs="?", help="store root (default: storePathRootDir of --config)")
+    p.add_argument("--listen", type=parse_host_port, metavar="HOST:PORT",
+                   help="broker address (default 127.0.0.1 and listenPort, 10911)")
+    p.add_argument("--namesrv-listen", type=parse_host_port, default=("127.0.0.1", 9876), metavar="HOST:PORT",
+                   help="embedded name server address (default 127.0.0.1:9876)")
+    p.add_argument("--no-namesrv", action="store_true", help="do not start the embedded name server")
+    p.add_argument("--namesrv", metavar="ADDR[;ADDR]", help="register with these name servers every 30 s "
+                                                           "(RocketMQ's namesrvAddr; e.g. an `rmqstore namesrv`)")
+    p.add_argument("--config", metavar="broker.conf", help="RocketMQ broker.conf (BrokerConfig and "
+                                                           "MessageStoreConfig keys)")
+    p.set_defaults(_run=lambda args, io: run_broker(args, io.stdout, io.stderr))
+    text = "run a standalone RocketMQ name server that brokers register with (REGISTER_BROKER every 30 s)"
+    n = subparsers.add_parser("namesrv", help=text, description=text)
+    n.add_argument("--listen", type=parse_host_port, default=("127.0.0.1", 9876), metavar="HOST:PORT",
+                   help="address (default 127.0.0.1:9876)")
+    n.set_defaults(_run=lambda args, io: run_namesrv(args, io.stdout))
+    return p
+
+
+def _configs(args):
+    from ..config import StoreConfig
+
+    if args.config:
+        with open(args.config, encoding="utf-8") as f:
+            broker_config, store_config, unknown = load_broker_conf(f.read())
+    else:
+        broker_config, store_config, unknown = BrokerConfig(), StoreConfig(), []
+    listen_host = None
+    if args.listen:
+        listen_host, broker_config.listen_port = args.listen
+        if listen_host not in ("0.0.0.0", "::"):
+            broker_config.broker_ip1 = listen_host
+    if args.namesrv:
+        broker_config.namesrv_addr = args.namesrv
+    root = args.store or broker_config.store_path_root_dir
+    if not root:
+        raise RmqStoreError("give a STORE directory (or storePathRootDir in --config)")
+    return root, broker_config, store_config, unknown, listen_host
+
+
+async def _serve(service, banner, stdout, what: str) -> None:
+    """Start ``service``, print ``banner()``, run until SIGINT/SIGTERM, stop it."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await service.start()
+    try:
+        stdout.write(banner())
+        stdout.flush()
+        await stop.wait()
+    finally:
+        await service.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    stdout.write(f"{what} stopped cleanly\n")
+    stdout.flush()
+
+
+def _broker_banner(broker) -> str:
+    text = f"broker {broker.config.broker_name} listening on {broker.address}, store {broker.store_root}\n"
+    if broker.namesrv is not None:
+        text += f"name server listening on {broker.namesrv.address}\n"
+    return text
+
+
+def run_namesrv(args, stdout) -> int:
+    from .namesrv import NameServer
+
+    namesrv = NameServer(*args.listen)
+    asyncio.run(_serve(namesrv, lambda: f"name server listening on {namesrv.address}\n", stdout, "name server"))
+    return 0
+
+
+def run_broker(args, stdout, stderr) -> int:
+    from .broker import Broker
+
+    root, broker_config, store_config, unknown, listen_host = _configs(args)
+    for key in unknown:
+        stderr.write(f"rmqstore broker: warning: {args.config}: key {key!r} is not used\n")
+    broker = Broker(root, broker_config, store_config, listen_host=listen_host,
+                    namesrv_listen=None if args.no_namesrv else args.namesrv_listen)
+    asyncio.run(_serve(broker, lambda: _broker_banner(broker), stdout, "broker"))
+    return 0

@@ -1,0 +1,51 @@
+"""Reading a request's custom header (its extFields) as RocketMQ's typed header classes do.
+
+Java decodes extFields into a header object field by field: a missing ``@CFNotNull`` field
+or a value that is not a number where a number belongs throws, and the request is answered
+SYSTEM_ERROR with the exception's text.  :class:`Header` does the same with
+:class:`HeaderError`, which the connection turns into that answer
+(:meth:`rmqstore.remoting.server.Connection.run_processor`).
+"""
+
+from __future__ import annotations
+
+from ..errors import RmqStoreError
+
+__all__ = ["Header", "HeaderError"]
+
+_MISSING = object()
+
+
+class HeaderError(RmqStoreError, ValueError):
+    """A custom header field is missing or not of its type."""
+
+
+class Header:
+    def __init__(self, ext_fields: dict[str, str]):
+        self.ext = ext_fields
+
+    def str(self, name: str, default=_MISSING) -> str:
+        value = self.ext.get(name)
+        if value is None:
+            if default is _MISSING:
+                raise HeaderError(f"the custom field <{name}> is null")
+            return default
+        return value
+
+    def int(self, name: str, default=_MISSING, bits: int = 64) -> int:
+        value = self.ext.get(name)
+        if value is None or value == "":
+            if default is _MISSING:
+                raise HeaderError(f"the custom field <{name}> is null")
+            return default
+        try:
+            number = int(value)
+        except ValueError:
+            raise HeaderError(f"the custom field <{name}> is not a number: {value[:40]!r}") from None
+        if not -2**(bits - 1) <= number < 2**(bits - 1):
+            raise HeaderError(f"the custom field <{name}> = {number} is out of range")
+        return number
+
+    def bool(self, name: str, default: bool = False) -> bool:
+        value = self.ext.get(name)
+        return default if value is None else value.strip().lower() == "true"

@@ -1,0 +1,101 @@
+"""A broker registering with separate name servers (RocketMQ's ``BrokerOuterAPI.registerBrokerAll``).
+
+With ``namesrvAddr`` set (``host:port;host:port``), the broker sends REGISTER_BROKER (103)
+to each name server at start and every 30 s: its name, cluster, id and address in the
+header, its topic table as the body (RegisterBrokerBody: the topics.json content and no
+filter servers; CRC-32 of the body in ``bodyCrc32``).  A name server drops a broker it has
+not heard from for 120 s, so a broker that dies leaves the routes by itself; one that
+stops cleanly sends UNREGISTER_BROKER (104) first.  A name server that cannot be reached
+is tried again at the next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from ..crc import crc32
+from ..remoting import RemotingClient, RemotingCommand, RequestCode
+from .jsonfmt import dumps
+from .tasks import BackgroundTask
+
+__all__ = ["NamesrvRegistration", "REGISTER_PERIOD"]
+
+log = logging.getLogger(__name__)
+
+REGISTER_PERIOD = 30.0  # registerNameServerPeriod, seconds
+
+
+class NamesrvRegistration:
+    def __init__(self, broker, addresses: str, period: float = REGISTER_PERIOD):
+        self.broker = broker
+        self.addresses = [a.strip() for a in addresses.split(";") if a.strip()]
+        self.period = period
+        self.clients: dict[str, RemotingClient] = {}
+        self._task = BackgroundTask()
+        self._soon: set[asyncio.Task] = set()
+
+    def _header(self) -> dict:
+        bc = self.broker.config
+        return {"brokerName": bc.broker_name, "brokerAddr": bc.broker_addr, "clusterName": bc.broker_cluster_name,
+                "brokerId": bc.broker_id}
+
+    def _body(self) -> bytes:
+        topics = self.broker.topics
+        wrapper = {"dataVersion": topics.data_version,
+                   "topicConfigTable": {k: v.to_json() for k, v in sorted(topics.table.items())}}
+        return dumps({"filterServerList": [], "topicConfigSerializeWrapper": wrapper}).encode("utf-8")
+
+    async def _client(self, address: str) -> RemotingClient:
+        client = self.clients.get(address)
+        if client is None or client.connection.closed.is_set():
+            host, _, port = address.rpartition(":")
+            client = await RemotingClient().connect(host, int(port))
+            self.clients[address] = client
+        return client
+
+    async def register_all(self) -> int:
+        """Register with every name server once; returns how many accepted."""
+        body = self._body()
+        ext = dict(self._header(), haServerAddr=f"{self.broker.config.broker_ip1}:10912", compressed="false",
+                   bodyCrc32=crc32(body))
+        accepted = 0
+        for address in self.addresses:
+            try:
+                client = await self._client(address)
+                r = await client.invoke(RemotingCommand(RequestCode.REGISTER_BROKER, dict(ext), body))
+                accepted += r.code == 0
+                if r.code != 0:
+                    log.warning("name server %s refused the registration: %s", address, r.remark)
+            except (OSError, asyncio.TimeoutError, ValueError) as exc:
+                log.warning("registering with name server %s failed: %s", address, exc)
+        return accepted
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.period)
+            await self.register_all()
+
+    def register_soon(self) -> None:
+        """A topic was created: tell the name servers now, not at the next round (``registerIncrementBrokerData``)."""
+        task = asyncio.get_running_loop().create_task(self.register_all())
+        self._soon.add(task)
+        task.add_done_callback(self._soon.discard)
+
+    async def start(self) -> None:
+        await self.register_all()
+        self.broker.topics.on_change = self.register_soon
+        self._task.start(self._run())
+
+    async def stop(self) -> None:
+        self.broker.topics.on_change = None
+        await self._task.stop()
+        await asyncio.gather(*self._soon, return_exceptions=True)
+        for address, client in list(self.clients.items()):
+            try:
+                if not client.connection.closed.is_set():
+                    await client.invoke(RemotingCommand(RequestCode.UNREGISTER_BROKER, self._header()), 3.0)
+            except (OSError, asyncio.TimeoutError) as exc:
+                log.warning("unregistering from name server %s failed: %s", address, exc)
+            await client.close()
+        self.clients.clear()

@@ -1,0 +1,18 @@
+"""RocketMQ 4.x's remoting protocol: frames, codes, an asyncio server and client.
+
+No Jupyter and no store imports: this package only moves RemotingCommands over sockets.
+See :mod:`.frame` for the frame and its two header codecs, :mod:`.server` for
+connections, opaque matching and the limits that keep a broker alive under bad input.
+"""
+
+from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, RequestCode, ResponseCode, SerializeType
+from .frame import (BINARY_HEADER_FIELDS, FRAME_FIELDS, MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand,
+                    RemotingFrameError, decode_frame, encode_frame, frame_field_spans)
+from .server import Connection, Limits, RemotingClient, RemotingServer, RemotingTimeoutError
+
+__all__ = [
+    "BINARY_HEADER_FIELDS", "Connection", "FRAME_FIELDS", "FrameDecoder", "LanguageCode", "Limits",
+    "MAX_FRAME_LENGTH", "RPC_ONEWAY", "RPC_TYPE_RESPONSE", "RemotingClient", "RemotingCommand",
+    "RemotingFrameError", "RemotingServer", "RemotingTimeoutError", "RequestCode", "ResponseCode",
+    "SerializeType", "decode_frame", "encode_frame", "frame_field_spans",
+]

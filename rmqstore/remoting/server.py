@@ -1,0 +1,319 @@
+"""Connections, the server and the client of the remoting layer (asyncio).
+
+One :class:`Connection` class serves both ends of a socket.  Its read loop cuts frames
+(:class:`~rmqstore.remoting.frame.FrameDecoder`) and sorts each by its flag:
+
+* a **response** completes the future of the request with the same opaque in the
+  connection's table of open requests (:meth:`Connection.invoke`); a response nobody waits
+  for any more (timed out) is dropped;
+* a **request** goes to the processor registered for its code, in a task of its own, so
+  a slow request (a long-polling pull) never holds up the next one on the same socket.
+  The processor's response goes back with the request's opaque and serialize type; a
+  oneway request gets none.  An unknown code is answered REQUEST_CODE_NOT_SUPPORTED with
+  RocketMQ's remark, an exception inside a processor SYSTEM_ERROR with a remark naming
+  it -- the connection and the server live on.
+
+Either side can send requests (the broker asks a producer CHECK_TRANSACTION_STATE over
+the producer's own connection), which is why the same class is the client.
+
+Limits, all per :class:`Limits`: a frame is at most 16 MiB (checked from its length field
+before anything is buffered), at most ``max_in_flight`` requests of one connection are
+processed at a time and their bodies are at most ``max_in_flight_bytes`` (the reader waits:
+the peer's TCP window does the rest), a response waits until the peer has read enough of
+what was sent before (drain), so a peer that never reads stalls only itself,
+an idle connection is closed after ``idle_timeout`` seconds, and the server accepts at
+most ``max_connections``.  Bytes that are not a frame close the connection, as Netty's
+decoder does in RocketMQ: after a bad length there is no way back to a frame boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+import logging
+from dataclasses import dataclass
+from typing import Awaitable, Callable
+
+from .codes import RPC_ONEWAY, ResponseCode, SerializeType
+from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
+
+__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RemotingTimeoutError"]
+
+log = logging.getLogger(__name__)
+
+#: a processor: (connection, request) -> response, None (no response), or an awaitable of either
+Processor = Callable[["Connection", RemotingCommand], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+
+_READ_CHUNK = 64 * 1024
+
+
+class RemotingTimeoutError(TimeoutError):
+    """A request got no response in time."""
+
+
+@dataclass
+class Limits:
+    max_connections: int = 1024
+    max_in_flight: int = 256
+    max_in_flight_bytes: int = 64 * 1024 * 1024  # bodies of requests being processed, per connection
+    idle_timeout: float = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
+
+
+class Connection:
+    """One socket: frames in, frames out, requests both ways matched by opaque."""
+
+    _opaques = itertools.count(1)
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None):
+        self.reader = reader
+        self.writer = writer
+        self.processors = processors
+        self.default_processor = default_processor
+        self.limits = limits
+        peer = writer.get_extra_info("peername") or ("0.0.0.0", 0)
+        self.remote_address: tuple[str, int] = (peer[0], peer[1])
+        self.pending: dict[int, asyncio.Future] = {}
+        self._slots = asyncio.Semaphore(limits.max_in_flight)
+        self._in_flight_bytes = 0
+        self._bytes_freed = asyncio.Event()
+        self._tasks: set[asyncio.Task] = set()
+        self.closed = asyncio.Event()
+        self.attributes: dict = {}  # what upper layers remember about the peer (client id, ...)
+
+    @property
+    def remote_addr_text(self) -> str:
+        host, port = self.remote_address
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    # -- reading ------------------------------------------------------------------------------
+    async def serve(self) -> None:
+        """Read frames until the peer goes away, a limit is hit or the bytes are bad."""
+        decoder = FrameDecoder()
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(self.reader.read(_READ_CHUNK), self.limits.idle_timeout)
+                except asyncio.TimeoutError:
+                    log.info("closing idle connection %s", self.remote_addr_text)
+                    break
+                if not data:
+                    break
+                try:
+                    commands = decoder.feed(data)
+                except RemotingFrameError as exc:
+                    log.warning("closing %s: %s", self.remote_addr_text, exc)
+                    break
+                for cmd in commands:
+                    await self._dispatch(cmd)
+        except (ConnectionError, OSError) as exc:
+            log.info("connection %s: %s", self.remote_addr_text, exc)
+        finally:
+            await self.close()
+
+    async def _dispatch(self, cmd: RemotingCommand) -> None:
+        if cmd.is_response:
+            future = self.pending.pop(cmd.opaque, None)
+            if future is not None and not future.done():
+                future.set_result(cmd)
+            return
+        size = len(cmd.body)
+        while self._in_flight_bytes and self._in_flight_bytes + size > self.limits.max_in_flight_bytes:
+            self._bytes_freed.clear()
+            await self._bytes_freed.wait()
+        await self._slots.acquire()
+        self._in_flight_bytes += size
+        task = asyncio.get_running_loop().create_task(self._process(cmd))
+        self._tasks.add(task)
+        task.add_done_callback(lambda t: self._task_done(t, size))
+
+    def _task_done(self, task: asyncio.Task, size: int) -> None:
+        self._tasks.discard(task)
+        self._slots.release()
+        self._in_flight_bytes -= size
+        self._bytes_freed.set()
+
+    async def _process(self, cmd: RemotingCommand) -> None:
+        response = await self.run_processor(cmd)
+        if response is not None and not cmd.is_oneway:
+            response.opaque = cmd.opaque
+            response.serialize_type = cmd.serialize_type
+            if self.send(response):
+                try:
+                    await self.writer.drain()  # a peer that does not read holds its own slots, not our memory
+                except (ConnectionError, OSError):
+                    pass
+
+    async def run_processor(self, cmd: RemotingCommand) -> RemotingCommand | None:
+        """The processor's response to ``cmd`` (errors turned into error responses)."""
+        processor = self.processors.get(cmd.code, self.default_processor)
+        if processor is None:
+            return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
+        try:
+            result = processor(self, cmd)
+            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
+                result = await result
+            return result
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a processor bug or bad header values: answer, never crash
+            log.warning("processing %s from %s failed", cmd.code, self.remote_addr_text, exc_info=True)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    # -- writing ------------------------------------------------------------------------------
+    def send(self, cmd: RemotingCommand) -> bool:
+        """Queue one frame; False when the connection is closed or the frame cannot be encoded."""
+        if self.closed.is_set() or self.writer.is_closing():
+            return False
+        try:
+            frame = encode_frame(cmd)
+        except RemotingFrameError as exc:
+            log.error("cannot send to %s: %s", self.remote_addr_text, exc)
+            if cmd.is_response:
+                self.send(RemotingCommand(ResponseCode.SYSTEM_ERROR, remark=str(exc), opaque=cmd.opaque,
+                                          flag=cmd.flag, serialize_type=cmd.serialize_type))
+            return False
+        self.writer.write(frame)
+        return True
+
+    async def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
+        """Send a request and wait for the response with its opaque."""
+        request.opaque = next(self._opaques) & 0x7FFFFFFF
+        future = asyncio.get_running_loop().create_future()
+        self.pending[request.opaque] = future
+        if not self.send(request):
+            self.pending.pop(request.opaque, None)
+            raise ConnectionError(f"connection to {self.remote_addr_text} is closed")
+        await self.writer.drain()
+        try:
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            raise RemotingTimeoutError(f"no response to {request.code} from {self.remote_addr_text} "
+                                       f"in {timeout} s") from None
+        finally:
+            self.pending.pop(request.opaque, None)
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        request.opaque = next(self._opaques) & 0x7FFFFFFF
+        request.flag |= RPC_ONEWAY
+        if not self.send(request):
+            raise ConnectionError(f"connection to {self.remote_addr_text} is closed")
+        await self.writer.drain()
+
+    async def close(self) -> None:
+        if self.closed.is_set():
+            return
+        self.closed.set()
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(ConnectionError(f"connection to {self.remote_addr_text} closed"))
+        self.pending.clear()
+        for task in list(self._tasks):
+            task.cancel()
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass
+
+
+class RemotingServer:
+    """Accepts connections on ``host:port`` and hands requests to the processors by code."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None,
+                 on_close: Callable[[Connection], None] | None = None):
+        self.host = host
+        self.port = port
+        self.limits = limits or Limits()
+        self.processors: dict[int, Processor] = {}
+        self.default_processor: Processor | None = None
+        self.connections: set[Connection] = set()
+        self.on_close = on_close
+        self._server: asyncio.AbstractServer | None = None
+        self._sock: socket.socket | None = None
+
+    def register(self, code: int, processor: Processor) -> None:
+        self.processors[int(code)] = processor
+
+    def bind(self) -> int:
+        """Bind the listening socket now (the port is known before :meth:`start` accepts)."""
+        if self._sock is None:
+            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self.port))
+            except OSError:
+                sock.close()
+                raise
+            self._sock = sock
+            self.port = sock.getsockname()[1]
+        return self.port
+
+    async def start(self) -> None:
+        self.bind()
+        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=_READ_CHUNK)
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    async def _accept(self, reader, writer) -> None:
+        if len(self.connections) >= self.limits.max_connections:
+            log.warning("refusing a connection: %d connections open", len(self.connections))
+            writer.close()
+            return
+        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor)
+        self.connections.add(conn)
+        try:
+            await conn.serve()
+        finally:
+            self.connections.discard(conn)
+            if self.on_close is not None:
+                try:
+                    self.on_close(conn)
+                except Exception:
+                    log.exception("connection close listener failed")
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            await conn.close()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+        elif self._sock is not None:
+            self._sock.close()
+        self._sock = None
+
+
+class RemotingClient:
+    """A client connection (tests, a broker registering with a name server)."""
+
+    def __init__(self, processors: dict[int, Processor] | None = None, limits: Limits | None = None):
+        self.processors = dict(processors or {})
+        self.limits = limits or Limits(idle_timeout=3600.0)
+        self.connection: Connection | None = None
+        self._task: asyncio.Task | None = None
+
+    async def connect(self, host: str, port: int) -> "RemotingClient":
+        reader, writer = await asyncio.open_connection(host, port, limit=_READ_CHUNK)
+        self.connection = Connection(reader, writer, self.processors, self.limits)
+        self._task = asyncio.get_running_loop().create_task(self.connection.serve())
+        return self
+
+    async def invoke(self, request: RemotingCommand, timeout: float = 3.0,
+                     serialize_type: int = SerializeType.JSON) -> RemotingCommand:
+        request.serialize_type = serialize_type
+        return await self.connection.invoke(request, timeout)
+
+    async def invoke_oneway(self, request: RemotingCommand) -> None:
+        await self.connection.invoke_oneway(request)
+
+    async def close(self) -> None:
+        if self.connection is not None:
+            await self.connection.close()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)

@@ -1,0 +1,92 @@
+"""Test helpers for the broker: servers on their own event-loop threads, ephemeral loopback ports.
+
+``BrokerThread(root)`` starts a :class:`rmqstore.broker.Broker` with an embedded name
+server, both on 127.0.0.1 port 0, tiny store files; ``NamesrvThread()`` a standalone name
+server.  ``.call(coro)`` runs a coroutine on the loop; ``.stop()`` stops the service (a
+broker's store is shut down cleanly) and the loop.  Every test stops what it starts, also
+when it fails (use them as context managers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+from rmqstore.broker import Broker, BrokerConfig, NameServer
+from rmqstore.config import StoreConfig
+from rmqstore.remoting import Limits, RemotingClient
+
+__all__ = ["BrokerThread", "NamesrvThread", "small_store_config"]
+
+
+def small_store_config(**overrides) -> StoreConfig:
+    kw = dict(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000,
+              max_hash_slot_num=1000, max_index_num=4000)
+    kw.update(overrides)
+    return StoreConfig(**kw)
+
+
+class _LoopThread:
+    """A service with ``start()``/``stop()`` coroutines, run on an event loop in a thread of its own."""
+
+    def __init__(self, service, name: str):
+        self.service = service
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
+        self.thread.start()
+        try:
+            self.call(service.start(), 30)
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    def call(self, coro, timeout: float = 30):
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            try:
+                self.call(self.service.stop(), 60)
+            finally:
+                self._stop_loop()
+
+    def _stop_loop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class BrokerThread(_LoopThread):
+    def __init__(self, root, *, limits: Limits | None = None, store_config: StoreConfig | None = None,
+                 embedded_namesrv: bool = True, **broker_overrides):
+        config = BrokerConfig(**dict({"broker_name": "broker-a", "listen_port": 0}, **broker_overrides))
+        self.broker = Broker(str(root), config, store_config or small_store_config(),
+                             namesrv_listen=("127.0.0.1", 0) if embedded_namesrv else None, limits=limits)
+        super().__init__(self.broker, "broker-loop")
+
+    @property
+    def namesrv(self) -> str:
+        return self.broker.namesrv.address
+
+    @property
+    def port(self) -> int:
+        return self.broker.server.port
+
+    def client(self) -> RemotingClient:
+        return self.call(RemotingClient().connect("127.0.0.1", self.port))
+
+
+class NamesrvThread(_LoopThread):
+    def __init__(self, **kwargs):
+        self.namesrv = NameServer("127.0.0.1", 0, **kwargs)
+        super().__init__(self.namesrv, "namesrv-loop")
+
+    @property
+    def address(self) -> str:
+        return self.namesrv.address

@@ -1,0 +1,197 @@
+"""The remoting layer: frame codecs, the fuzz property, opaque matching, errors and limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import struct
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rmqstore.remoting import (MAX_FRAME_LENGTH, FrameDecoder, Limits, RemotingClient, RemotingCommand,
+                               RemotingFrameError, RemotingServer, ResponseCode, SerializeType, encode_frame,
+                               frame_field_spans)
+
+pytestmark = pytest.mark.timeout(60)
+
+_text = st.text(max_size=20)
+commands = st.builds(
+    RemotingCommand,
+    code=st.integers(-2**15, 2**15 - 1),
+    ext_fields=st.dictionaries(_text, _text, max_size=5),
+    body=st.binary(max_size=64),
+    remark=st.none() | st.text(min_size=1, max_size=20),
+    opaque=st.integers(0, 2**31 - 1),
+    flag=st.integers(0, 3),
+    language=st.sampled_from(["JAVA", "CPP", "GO", "PYTHON"]),
+    version=st.integers(0, 2**15 - 1),
+    serialize_type=st.sampled_from([SerializeType.JSON, SerializeType.ROCKETMQ]))
+
+
+@given(commands)
+def test_frames_round_trip_in_both_header_codecs(cmd):
+    frame = encode_frame(cmd)
+    (back,) = FrameDecoder().feed(frame)
+    assert back == cmd
+    spans = frame_field_spans(frame)
+    assert [s[0] for s in spans] == ["length", "header_meta", "header", "body"]
+    assert spans[-1][2] == len(frame) and frame[spans[-1][1]:] == cmd.body
+
+
+@given(commands, st.lists(st.integers(1, 7), min_size=1, max_size=40))
+def test_a_frame_cut_anywhere_is_reassembled(cmd, cuts):
+    frame = encode_frame(cmd) * 2
+    decoder, out, pos = FrameDecoder(), [], 0
+    for n in cuts * 20:
+        out += decoder.feed(frame[pos:pos + n])
+        pos += n
+    out += decoder.feed(frame[pos:])
+    assert out == [cmd, cmd] and decoder.buffered == 0
+
+
+@settings(max_examples=300)
+@given(st.binary(max_size=300) | st.builds(lambda c, i, b: encode_frame(c)[:i] + b + encode_frame(c)[i + len(b):],
+                                           commands, st.integers(0, 60), st.binary(min_size=1, max_size=8)))
+def test_fuzz_only_our_error_escapes_the_decoder(data):
+    try:
+        FrameDecoder().feed(data)
+    except RemotingFrameError:
+        pass
+
+
+def test_ext_field_values_arrive_as_strings_whatever_their_json_type():
+    head = json.dumps({"code": 10, "opaque": 7, "flag": 0, "extFields": {"queueId": 3, "batch": True,
+                                                                            "x": None, "t": "s"}}).encode()
+    frame = struct.pack(">ii", 4 + len(head), len(head)) + head
+    (cmd,) = FrameDecoder().feed(frame)
+    assert cmd.ext_fields == {"queueId": "3", "batch": "true", "t": "s"} and cmd.opaque == 7
+
+
+def test_an_absurd_length_is_refused_before_anything_is_buffered():
+    decoder = FrameDecoder()
+    with pytest.raises(RemotingFrameError, match="exceeds"):
+        decoder.feed(struct.pack(">i", MAX_FRAME_LENGTH) + b"\0\0\0\0")
+    with pytest.raises(RemotingFrameError, match="smaller"):
+        FrameDecoder().feed(struct.pack(">i", -5))
+    with pytest.raises(RemotingFrameError):
+        encode_frame(RemotingCommand(10, body=b"x" * MAX_FRAME_LENGTH))
+
+
+# -- server and client ---------------------------------------------------------------------
+
+def _run(coro):
+    return asyncio.run(asyncio.wait_for(coro, 30))
+
+
+async def _server(limits=None) -> RemotingServer:
+    server = RemotingServer("127.0.0.1", 0, limits)
+
+    async def slow(conn, req):
+        await asyncio.sleep(float(req.ext_fields.get("sleep", "0")))
+        return req.response(ResponseCode.SUCCESS, ext_fields={"echo": req.ext_fields.get("n")})
+
+    def boom(conn, req):
+        raise ValueError("processor failed on purpose")
+
+    async def ask_back(conn, req):  # the server asks the client something over the same connection
+        answer = await conn.invoke(RemotingCommand(39, {"q": "state?"}))
+        return req.response(ResponseCode.SUCCESS, ext_fields={"client_said": answer.ext_fields["a"]})
+
+    server.register(1000, slow)
+    server.register(1001, boom)
+    server.register(1002, ask_back)
+    server.oneways = []
+    server.register(1003, lambda conn, req: server.oneways.append(req.ext_fields["n"]) or req.response(0))
+    await server.start()
+    return server
+
+
+def test_responses_match_requests_by_opaque_not_by_order():
+    async def main():
+        server = await _server()
+        client = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            slow = asyncio.ensure_future(client.invoke(RemotingCommand(1000, {"sleep": "0.3", "n": "slow"})))
+            await asyncio.sleep(0.05)
+            fast = await client.invoke(RemotingCommand(1000, {"n": "fast"}))
+            assert fast.ext_fields["echo"] == "fast" and not slow.done()
+            assert (await slow).ext_fields["echo"] == "slow"
+        finally:
+            await client.close()
+            await server.stop()
+    _run(main())
+
+
+def test_unknown_codes_and_failing_processors_get_error_responses_and_the_connection_lives():
+    async def main():
+        server = await _server()
+        client = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            r = await client.invoke(RemotingCommand(999))
+            assert r.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and r.remark == " request type 999 not supported"
+            r = await client.invoke(RemotingCommand(1001), serialize_type=SerializeType.ROCKETMQ)
+            assert r.code == ResponseCode.SYSTEM_ERROR and "processor failed on purpose" in r.remark
+            assert r.serialize_type == SerializeType.ROCKETMQ  # the reply in the request's serialize type
+            assert (await client.invoke(RemotingCommand(1000, {"n": "1"}))).ext_fields["echo"] == "1"
+        finally:
+            await client.close()
+            await server.stop()
+    _run(main())
+
+
+def test_oneway_gets_no_response_and_the_server_can_ask_the_client():
+    async def main():
+        server = await _server()
+        client = RemotingClient({39: lambda conn, req: req.response(0, ext_fields={"a": "COMMIT"})})
+        await client.connect("127.0.0.1", server.port)
+        try:
+            await client.invoke_oneway(RemotingCommand(1003, {"n": "x"}))
+            r = await client.invoke(RemotingCommand(1002))
+            assert r.ext_fields["client_said"] == "COMMIT"
+            assert server.oneways == ["x"] and not client.connection.pending
+        finally:
+            await client.close()
+            await server.stop()
+    _run(main())
+
+
+def test_connection_cap_and_idle_timeout():
+    async def main():
+        server = await _server(Limits(max_connections=1, idle_timeout=0.3))
+        first = await RemotingClient().connect("127.0.0.1", server.port)
+        await asyncio.sleep(0.05)
+        second = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            await asyncio.wait_for(second.connection.closed.wait(), 5)  # refused: over the cap
+            await asyncio.wait_for(first.connection.closed.wait(), 5)  # closed: idle
+            third = await RemotingClient().connect("127.0.0.1", server.port)
+            assert (await third.invoke(RemotingCommand(1000, {"n": "3"}))).code == 0
+            await third.close()
+        finally:
+            await first.close()
+            await second.close()
+            await server.stop()
+    _run(main())
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.binary(min_size=1, max_size=200) | commands.map(lambda c: encode_frame(c)[:-1]),
+                min_size=1, max_size=4))
+def test_fuzz_the_server_survives_garbage_and_keeps_serving(chunks):
+    async def main():
+        server = await _server()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            for chunk in chunks:
+                writer.write(chunk)
+            await writer.drain()
+            writer.close()
+            client = await RemotingClient().connect("127.0.0.1", server.port)
+            r = await client.invoke(RemotingCommand(1000, {"n": "alive"}))
+            assert r.ext_fields["echo"] == "alive"
+            await client.close()
+        finally:
+            await server.stop()
+    _run(main())
