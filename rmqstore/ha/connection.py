@@ -193,9 +193,12 @@ class HAConnection:
             frame = _pack_header(offset, size) + result.buffer[:size].tobytes()
         finally:
             result.release()
+        # moved before the bytes go (as RocketMQ's nextTransferFromWhere): the slave may append them,
+        # report, and have its report release a put before sendall returns here -- "pushed" must never
+        # read lower than "acked"
+        self.next_transfer_from_where = offset + size
         if not self._send(frame):
             return None
-        self.next_transfer_from_where = offset + size
         tr = self.store.tracer
         if tr is not None:
             tr.event("ha.push", slave=self.client_addr, offset=offset, size=size)
