@@ -6,8 +6,10 @@ server routing every topic to this broker), so a RocketMQ client configured with
 ``--namesrv-listen HOST:PORT`` change the addresses (port 0: any free port),
 ``--no-namesrv`` leaves the name server out and ``--namesrv ADDR`` registers with separate
 ones instead (``rmqstore namesrv [--listen HOST:PORT]`` runs one), ``--config broker.conf`` reads RocketMQ's
-own broker.conf (its storePathRootDir is the store when STORE is not given).  Loopback
-unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
+own broker.conf (its storePathRootDir is the store when STORE is not given).  ``--role
+SYNC_MASTER|ASYNC_MASTER|SLAVE`` (brokerRole) makes a master serve slaves on its HA port
+(haListenPort, else the listen port + 1) and a slave replicate from ``--ha-master
+HOST:PORT`` (haMasterAddress); see :mod:`rmqstore.ha`.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
 persisted, the store flushed and shut down, no abort file left.  Exit 0 after a clean
 stop, 2 when it cannot start.
 """
@@ -19,7 +21,8 @@ import asyncio
 import signal
 
 from ..errors import RmqStoreError
-from .config import BrokerConfig, load_broker_conf
+from ..config import BrokerRole
+from .config import BrokerConfig, load_broker_conf, parse_properties_text
 
 __all__ = ["add_broker_parser", "run_broker", "run_namesrv", "parse_host_port"]
 
@@ -45,6 +48,12 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
                                                            "(RocketMQ's namesrvAddr; e.g. an `rmqstore namesrv`)")
     p.add_argument("--config", metavar="broker.conf", help="RocketMQ broker.conf (BrokerConfig and "
                                                            "MessageStoreConfig keys)")
+    p.add_argument("--role", choices=[r.value for r in BrokerRole],
+                   help="brokerRole (default ASYNC_MASTER): a master serves slaves on its HA port (listen port + 1 "
+                        "unless haListenPort says otherwise); a SLAVE replicates from --ha-master")
+    p.add_argument("--ha-master", metavar="HOST:PORT", help="the master's HA address, for a SLAVE (haMasterAddress)")
+    p.add_argument("--ha-listen", type=parse_host_port, metavar="HOST:PORT",
+                   help="a master's HA address (default: the broker's host and haListenPort)")
     p.set_defaults(_run=lambda args, io: run_broker(args, io.stdout, io.stderr))
     text = "run a standalone RocketMQ name server that brokers register with (REGISTER_BROKER every 30 s)"
     n = subparsers.add_parser("namesrv", help=text, description=text)
@@ -57,9 +66,12 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
 def _configs(args):
     from ..config import StoreConfig
 
+    given: dict[str, str] = {}
     if args.config:
         with open(args.config, encoding="utf-8") as f:
-            broker_config, store_config, unknown = load_broker_conf(f.read())
+            text = f.read()
+        broker_config, store_config, unknown = load_broker_conf(text)
+        given = parse_properties_text(text)
     else:
         broker_config, store_config, unknown = BrokerConfig(), StoreConfig(), []
     listen_host = None
@@ -69,10 +81,38 @@ def _configs(args):
             broker_config.broker_ip1 = listen_host
     if args.namesrv:
         broker_config.namesrv_addr = args.namesrv
+    _replication(args, given, broker_config, store_config, listen_host)
     root = args.store or broker_config.store_path_root_dir
     if not root:
         raise RmqStoreError("give a STORE directory (or storePathRootDir in --config)")
     return root, broker_config, store_config, unknown, listen_host
+
+
+def _replication(args, given: dict, broker_config, store_config, listen_host) -> None:
+    """Role and HA addresses, as RocketMQ's BrokerStartup sets them: a master's HA port is the
+    listen port + 1 unless broker.conf names one (an ephemeral listen port: an ephemeral HA port
+    too); a slave needs the master's HA address and a brokerId above 0."""
+    if args.role:
+        store_config.broker_role = BrokerRole(args.role)
+    if args.ha_master:
+        store_config.ha_master_address = args.ha_master
+    if store_config.broker_role is BrokerRole.SLAVE:
+        if not store_config.ha_master_address:
+            raise RmqStoreError("a SLAVE replicates from its master: give --ha-master HOST:PORT "
+                                "(haMasterAddress in broker.conf)")
+        if broker_config.broker_id == 0:
+            if "brokerId" in given:
+                raise RmqStoreError("brokerId=0 is a master's id; a SLAVE's brokerId must be above 0")
+            broker_config.broker_id = 1
+        return
+    store_config.ha_enable = True
+    if args.ha_listen:
+        store_config.ha_listen_host, store_config.ha_listen_port = args.ha_listen
+        return
+    store_config.ha_listen_host = listen_host or "127.0.0.1"
+    if "haListenPort" not in given:
+        port = broker_config.listen_port
+        store_config.ha_listen_port = port + 1 if port else 0
 
 
 async def _serve(service, banner, stdout, what: str) -> None:
@@ -96,6 +136,11 @@ async def _serve(service, banner, stdout, what: str) -> None:
 
 def _broker_banner(broker) -> str:
     text = f"broker {broker.config.broker_name} listening on {broker.address}, store {broker.store_root}\n"
+    store = broker.store
+    if store is not None and store.config.broker_role is BrokerRole.SLAVE:
+        text += f"SLAVE replicating from {store.config.ha_master_address}\n"
+    elif store is not None and store.ha_service is not None and store.ha_service.listen_address:
+        text += f"{store.config.broker_role.value} serving slaves on {store.ha_service.listen_address}\n"
     if broker.namesrv is not None:
         text += f"name server listening on {broker.namesrv.address}\n"
     return text
