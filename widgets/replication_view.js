@@ -62,7 +62,8 @@ function scale(side, lo, hi, marks) {
     h("div", { class: "rmq-ha-fill rmq-ha-flushed", style: { width: `${pct(side.flushed, lo, hi)}%` } }));
   for (const [cls, v, label] of marks) {
     if (v === null || v === undefined) continue;
-    bar.appendChild(h("div", { class: `rmq-ha-mark ${cls}`, style: { left: `${pct(v, lo, hi)}%` },
+    const p = pct(v, lo, hi);  // the 3 px mark stays inside the bar at both ends
+    bar.appendChild(h("div", { class: `rmq-ha-mark ${cls}`, style: { left: `calc(${p}% - ${(3 * p) / 100}px)` },
       title: `${label} ${fmtInt(v)}` }));
   }
   return bar;
