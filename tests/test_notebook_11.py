@@ -102,9 +102,11 @@ def test_statuses_without_a_slave_and_with_a_silent_one(run):
 def test_the_restarted_slave_caught_up_byte_for_byte(run):
     text, work, scans = run
     first_lost = _int(re.search(r"^no slave connected:.* -- record ([\d,]+)\.\.", text, re.M).group(1))
-    recovered = _int(re.search(r"^slave restarted: recovered max offset ([\d,]+)$", text, re.M).group(1))
-    assert recovered == first_lost  # it stopped with everything acknowledged before the first lost put
-    assert f"it requested {recovered:,} (= its recovered max offset: True)" in text
+    m = re.search(r"^slave restarted: it had stopped at ([\d,]+); recovered, it requested ([\d,]+) on connect "
+                  r"\(the same: (\w+)\)$", text, re.M)
+    assert _int(m.group(1)) == _int(m.group(2)) == first_lost and m.group(3) == "True"  # no byte missing or doubled
+    end_before = scans["master"][max(o for o in scans["master"] if o < first_lost)]
+    assert end_before.physical_offset + end_before.total_size == first_lost
     assert text.count(", same body: True") == 3 and ", same body: False" not in text
     mdir, sdir = work / "master" / "commitlog", work / "slave" / "commitlog"
     names = sorted(n for n in os.listdir(mdir) if any((mdir / n).read_bytes()))
