@@ -706,6 +706,9 @@ class MessageStore:
         waits = not isinstance(replica, PutMessageStatus)
         begin = _perf()
         status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
+        if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
+            self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
+                                                 replica.next_offset if waits else None)
         if tr is not None:
             tr.event("replica", role=self.config.broker_role.value, status=status.name, waits=waits,
                      next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,

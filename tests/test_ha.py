@@ -221,6 +221,40 @@ def test_sync_master_statuses(make):
     silent.close()
 
 
+def test_replication_snapshot_shows_waits_and_their_outcomes(make):
+    """The snapshot counts every SYNC_MASTER answer by status, keeps the last with its wait, and
+    sees a put while it waits for a slave; an ASYNC_MASTER and non-waiting puts record nothing."""
+    from rmqstore.ha import replication_snapshot
+
+    master = make("m", BrokerRole.SYNC_MASTER, sync_flush_timeout=400)
+    assert replication_snapshot(master)["master"]["outcomes"] == {}
+    assert master.put_message(msg(0, 100)).status is PutMessageStatus.SLAVE_NOT_AVAILABLE
+    snap = replication_snapshot(master)
+    assert snap["master"]["last_replica"]["status"] == "SLAVE_NOT_AVAILABLE"
+    assert snap["master"]["last_replica"]["next_offset"] is None and snap["slave"] is None
+    silent = socket.create_connection(_addr(master))
+    silent.sendall(SLAVE_REPORT.pack(master.get_max_phy_offset()))
+    wait_until(lambda: master.ha_service.push2_slave_max_offset == master.get_max_phy_offset())
+    with ThreadPoolExecutor(1) as pool:
+        pending = pool.submit(master.put_message, msg(1, 100))
+        wait_until(lambda: replication_snapshot(master)["master"]["waiting"] == 1, what="the put to wait")
+        r = pending.result()
+    assert r.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+    nowait = Message(topic="HaTopic", queue_id=0, body=b"n" * 100, properties="WAIT\x01false")
+    assert not nowait.wait_store_msg_ok
+    assert master.put_message(nowait).status is OK  # does not wait, so it is no replica outcome
+    snap = replication_snapshot(master)["master"]
+    assert snap["waiting"] == 0
+    assert snap["outcomes"] == {"SLAVE_NOT_AVAILABLE": 1, "FLUSH_SLAVE_TIMEOUT": 1}
+    last = snap["last_replica"]
+    assert last["status"] == "FLUSH_SLAVE_TIMEOUT" and last["next_offset"] == end_of(r) and last["waited_ms"] >= 400
+    assert snap["slaves"][0]["acked"] == snap["push2_slave_max_offset"] < end_of(r)
+    silent.close()
+    async_master = make("a", BrokerRole.ASYNC_MASTER)
+    assert async_master.put_message(msg(3, 100)).status is OK
+    assert replication_snapshot(async_master)["master"]["outcomes"] == {}
+
+
 def _addr(store) -> tuple[str, int]:
     host, port = store.ha_service.listen_address.rsplit(":", 1)
     return host, int(port)

@@ -117,9 +117,9 @@ def test_segment_view_attach_follows_puts_and_stops(small_store):
     assert [_positions_core(p) for p in view.segments()] == [_positions_core(p) for p in small_store.positions()]
     # close() stops a running follower too
     view.attach(small_store, interval_ms=20)
-    thread = view._attach_thread
+    thread = view._live_thread
     view.close()
-    assert not thread.is_alive()
+    assert not thread.alive and not view.attached
 
 
 def test_segment_view_2000_segments_stays_small():
@@ -579,3 +579,110 @@ def test_inspector_of_a_closed_store_says_so():
     view.send = lambda content, buffers=None: replies.append(content)
     view._on_msg(view, {"kind": "lookup", "query": "OrderTopic#order-3", "id": 1}, [])
     assert "closed" in replies[-1]["error"], replies
+
+
+# -- ReplicationView -----------------------------------------------------------------------------
+
+@pytest.fixture
+def ha_pair(tmp_path):
+    """A SYNC_MASTER on an ephemeral loopback port and a slave replicating from it."""
+    from rmqstore import BrokerRole
+
+    common = dict(mapped_file_size_commit_log=8192, mapped_file_size_consume_queue=20 * 50,
+                  pre_fault_mapped_file=False, ha_reconnect_interval=50, sync_flush_timeout=300)
+    master = MessageStore(tmp_path / "master", StoreConfig(broker_role=BrokerRole.SYNC_MASTER, ha_enable=True,
+                                                           ha_listen_port=0, **common))
+    master.start()
+    slave = MessageStore(tmp_path / "slave", StoreConfig(broker_role=BrokerRole.SLAVE,
+                                                         ha_master_address=master.ha_service.listen_address,
+                                                         **common))
+    slave.start()
+    deadline = time.monotonic() + 10
+    while not (master.ha_service.connection_count and slave.ha_service.ha_client.connected):
+        assert time.monotonic() < deadline, "the slave did not connect"
+        time.sleep(0.005)
+    yield master, slave
+    slave.shutdown()
+    master.shutdown()
+
+
+def _side_offsets(store) -> dict:
+    q = store.commit_log.mapped_file_queue
+    return {"wrote": str(q.get_max_wrote_position()), "max_offset": str(store.get_max_phy_offset()),
+            "flushed": str(q.flushed_where), "dispatched": str(store.reput_message_service.reput_from_offset)}
+
+
+def test_replication_view_holds_the_pairs_offsets_and_waits(ha_pair):
+    from collections import Counter
+
+    master, slave = ha_pair
+    results = _put_some(master, 40)
+    assert all(r.status.name == "PUT_OK" for r in results)
+    master.wait_dispatched()
+    slave.wait_dispatched()
+    view = W.ReplicationView.from_stores(master, slave)
+    for side, store in (("master", master), ("slave", slave)):
+        state = getattr(view, side)
+        assert {k: state[k] for k in ("wrote", "max_offset", "flushed", "dispatched")} == _side_offsets(store), side
+        assert state["role"] == store.config.broker_role.value and state["running"]
+    end = results[-1].append_result.wrote_offset + results[-1].append_result.wrote_bytes
+    assert view.master["max_offset"] == view.slave["max_offset"] == str(end)
+    (conn,) = master.ha_service.positions()["slaves"]
+    assert view.master["slaves"] == [{k: (str(v) if k != "slave" else v) for k, v in conn.items()}]
+    assert view.master["slaves"][0]["acked"] == view.master["push2_slave_max_offset"] == str(end)
+    assert view.slave["client"]["connected"] and view.slave["client"]["reported"] == str(end)
+    assert view.master["outcomes"] == dict(Counter(r.status.name for r in results)) == {"PUT_OK": 40}
+    assert view.master["last_replica"]["status"] == "PUT_OK" and view.master["last_replica"]["next_offset"] == str(end)
+    assert view.master["waiting"] == 0
+
+    # the slave goes away: SYNC_MASTER puts answer SLAVE_NOT_AVAILABLE, and the view says so
+    slave.shutdown()
+    deadline = time.monotonic() + 10
+    while master.ha_service.connection_count:
+        assert time.monotonic() < deadline
+        time.sleep(0.005)
+    more = _put_some(master, 3)
+    assert [r.status.name for r in more] == ["SLAVE_NOT_AVAILABLE"] * 3
+    assert view.refresh()
+    assert view.master["outcomes"] == {"PUT_OK": 40, "SLAVE_NOT_AVAILABLE": 3}
+    assert view.master["last_replica"]["status"] == "SLAVE_NOT_AVAILABLE"
+    assert view.master["last_replica"]["next_offset"] is None  # answered at once: it did not wait
+    assert view.master["slaves"] == [] and not view.slave["running"] and not view.slave["client"]["connected"]
+    assert view.slave["max_offset"] == str(end)  # the stopped slave keeps its last positions
+    assert view.master["max_offset"] == str(master.get_max_phy_offset()) != str(end)
+    assert not view.refresh()  # nothing moved: no new state sent
+
+
+def test_replication_view_watch_follows_puts_and_stops(ha_pair):
+    master, slave = ha_pair
+    view = W.ReplicationView.from_stores(master, slave)
+    seen = []
+    view.observe(lambda ch: seen.append(ch["new"]), names="updates")
+    view.watch(0.02)
+    assert view.watching and view.live
+    for _ in range(5):
+        _put_some(master, 5)
+        time.sleep(0.05)
+    view.stop()
+    assert not view.watching and not view.live
+    assert len(seen) >= 2, "the view should have been updated while puts ran"
+    assert view.slave["max_offset"] == view.master["max_offset"] == str(master.get_max_phy_offset())
+    assert view.master["outcomes"] == {"PUT_OK": 25}
+    view.watch(0.02)
+    thread = view._live_thread
+    view.close()
+    assert not thread.alive
+
+
+def test_replication_view_offsets_beyond_2_53_stay_exact():
+    big = 2 ** 60 + 7
+    side = {"role": "SYNC_MASTER", "running": True, "min_offset": big - 100, "wrote": big, "max_offset": big,
+            "flushed": big - 1, "dispatched": big, "slaves": [{"slave": "x:1", "requested": 0, "pushed": big,
+                                                              "acked": big - 3}],
+            "push2_slave_max_offset": big - 3, "waiting": 2, "outcomes": {"PUT_OK": 5}, "sync_flush_timeout": 5000,
+            "last_replica": {"status": "PUT_OK", "waited_ms": 0.5, "next_offset": big}}
+    view = W.ReplicationView.from_snapshot({"master": side, "slave": None, "time": 1.0})
+    assert view.master["wrote"] == str(big) and view.master["slaves"][0]["acked"] == str(big - 3)
+    assert view.master["last_replica"]["next_offset"] == str(big) and view.master["waiting"] == 2
+    assert view.slave is None
+    assert str(big) in W.to_html(view)

@@ -21,6 +21,12 @@ Views
     ``StoreInspector.from_path(path)`` opens the store read-only without a full scan (the
     end of the log comes from the consume queues); ``StoreInspector.from_store(store)``
     inspects an open (even running) store.
+:class:`ReplicationView`
+    a master and its slave side by side (:mod:`rmqstore.ha`): each commitlog's wrote,
+    readable, flushed and dispatched offsets on one scale, per slave the requested, pushed
+    and acknowledged offsets, the SYNC_MASTER waits (waiting now, answers per status, the
+    last outcome and its wait), the slave's HA client.  ``ReplicationView.from_stores(master,
+    slave)``; ``refresh()``; ``watch(interval)`` follows the pair live (``stop()``/``close()``).
 :func:`to_html`, :func:`export_notebook_html`
     standalone HTML with no kernel and no CDN: the views' own ESM and CSS inline, their
     state embedded, rendered by a small shim of anywidget's model API.
@@ -75,12 +81,25 @@ StoreInspector
     live only); the selected record is a RecordView (``record-view``, ``byte``, ``field``,
     ``record-offset`` ...).  ``data-testid="store-summary"`` is the one-line summary.  In a
     static page, paging and lookups answer from the embedded first pages.
+ReplicationView
+    root ``data-testid="replication-view"``; each store ``data-testid="ha-side"`` with
+    ``data-side`` (``master``/``slave``), ``data-role``, ``data-running``; in it one
+    ``data-testid="pos"`` per position with ``data-pos`` (``wrote``, ``max_offset``,
+    ``flushed``, ``dispatched``) and ``data-value`` (exact decimal offset).  Per slave
+    connection of the master ``data-testid="ha-connection"`` (``data-slave``,
+    ``data-requested``, ``data-pushed``, ``data-acked``); ``data-testid="push2-slave-max"``
+    (``data-value``); ``data-testid="replica-waits"`` (``data-waiting``,
+    ``data-last-status``, ``data-last-waited-ms``, ``data-last-next-offset``); one
+    ``data-testid="replica-outcome"`` per status (``data-status``, ``data-count``); the
+    slave's client ``data-testid="ha-client"`` (``data-connected``, ``data-reported``,
+    ``data-master``, ``data-connects``).
 """
 
 from .put_path_player import PutPathPlayer
 from .record_view import RecordView
+from .replication_view import ReplicationView
 from .segment_view import SegmentView
 from .static_html import export_notebook_html, to_html
 from .store_inspector import StoreInspector
 
-__all__ = ["PutPathPlayer", "RecordView", "SegmentView", "StoreInspector", "to_html", "export_notebook_html"]
+__all__ = ["PutPathPlayer", "RecordView", "ReplicationView", "SegmentView", "StoreInspector", "to_html", "export_notebook_html"]

@@ -32,7 +32,6 @@ segments and no consume queues shows "?" instead of reading gigabytes).
 
 from __future__ import annotations
 
-import logging
 import os
 import struct
 import threading
@@ -44,10 +43,9 @@ import traitlets as t
 
 from ._assets import css, esm
 from ._common import i64
+from ._live import LiveView
 
 __all__ = ["SegmentView", "segment_rows", "VIRTUALISE_ABOVE", "BLANK_WALK_BUDGET"]
-
-log = logging.getLogger(__name__)
 
 #: the front end renders every row up to this many, then only the visible ones
 VIRTUALISE_ABOVE = 300
@@ -211,7 +209,7 @@ def unpack_state(files: bytes, positions: bytes) -> list[dict]:
     return out
 
 
-class SegmentView(anywidget.AnyWidget):
+class SegmentView(LiveView, anywidget.AnyWidget):
     """Bars of the commitlog segments: wrote, committed and flushed positions, blank tails.
 
     ``SegmentView.from_store(store)`` takes a snapshot; ``view.attach(store)`` keeps it
@@ -232,8 +230,6 @@ class SegmentView(anywidget.AnyWidget):
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)
-        self._attach_stop: threading.Event | None = None
-        self._attach_thread: threading.Thread | None = None
         self._source = None
         self._store = None
 
@@ -304,45 +300,14 @@ class SegmentView(anywidget.AnyWidget):
         elif self._source is None:
             self._source = {}
         self._store = store
-        stop = threading.Event()
-        interval = max(20, int(interval_ms)) / 1000.0
-
-        def run():
-            while not stop.wait(interval):
-                try:
-                    self.refresh(store)
-                except Exception:  # noqa: BLE001 - a store closing under us ends the thread quietly
-                    if stop.is_set():
-                        break
-                    log.debug("SegmentView snapshot failed", exc_info=True)
-                    if getattr(store, "shutdown_flag", False) and not getattr(store, "read_only", False):
-                        break
-
-        self._attach_stop = stop
-        self._attach_thread = threading.Thread(target=run, name="SegmentView.attach", daemon=True)
-        self.live = True
-        self._attach_thread.start()
+        gone = lambda: getattr(store, "shutdown_flag", False) and not getattr(store, "read_only", False)  # noqa: E731
+        self._start_live(lambda: self.refresh(store), max(20, int(interval_ms)) / 1000.0, "SegmentView.attach", gone)
         return self
 
     @property
     def attached(self) -> bool:
-        return self._attach_thread is not None and self._attach_thread.is_alive()
+        return self._live_running
 
     def detach(self, timeout: float = 5.0) -> None:
         """Stop following the store (takes one last snapshot if it is still open)."""
-        stop, thread = self._attach_stop, self._attach_thread
-        self._attach_stop = self._attach_thread = None
-        if stop is not None:
-            stop.set()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout)
-            try:
-                self.refresh()
-            except Exception:  # noqa: BLE001 - the store may be gone already
-                log.debug("last SegmentView snapshot failed", exc_info=True)
-        if self.live:
-            self.live = False
-
-    def close(self) -> None:
-        self.detach()
-        super().close()
+        self._stop_live(timeout)

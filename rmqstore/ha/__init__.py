@@ -21,7 +21,8 @@ The pieces: :mod:`~rmqstore.ha.frames` (the two frames, declared once),
 :mod:`~rmqstore.ha.service` (HAService: the port, the connections, push2SlaveMaxOffset),
 :mod:`~rmqstore.ha.connection` (one slave, as the master sees it),
 :mod:`~rmqstore.ha.transfer` (GroupTransferService, WaitNotifyObject),
-:mod:`~rmqstore.ha.client` (HAClient, the slave).
+:mod:`~rmqstore.ha.client` (HAClient, the slave),
+:mod:`~rmqstore.ha.snapshot` (a pair's positions as plain data, for views and tools).
 
 Pairing with Apache RocketMQ 4.9.8.  The frames are RocketMQ's own, so a real RocketMQ
 slave replicates from our master and ours from a real master:
@@ -46,8 +47,9 @@ from .frames import SLAVE_REPORT, TRANSFER_HEADER, frames_markdown
 from .client import HAClient, parse_address
 from .connection import HAConnection
 from .service import AcceptSocketService, HAService
+from .snapshot import replication_snapshot, store_side
 from .transfer import GroupTransferService, ReplicaRequest, WaitNotifyObject
 
 __all__ = ["HAService", "HAConnection", "HAClient", "AcceptSocketService", "GroupTransferService",
            "ReplicaRequest", "WaitNotifyObject", "TRANSFER_HEADER", "SLAVE_REPORT", "frames_markdown",
-           "parse_address"]
+           "parse_address", "replication_snapshot", "store_side"]

@@ -10,6 +10,10 @@ slave has acknowledged.  It only grows.  ``is_slave_ok`` is RocketMQ's test befo
 SYNC_MASTER put waits: at least one slave connected, and the put's end no more than
 ``ha_slave_fallbehind_max`` bytes ahead of that number; otherwise the put answers
 SLAVE_NOT_AVAILABLE at once instead of waiting for a slave that cannot catch up in time.
+
+The put path tells the service how each SYNC_MASTER wait ended
+(:meth:`HAService.note_replica_outcome`): a count per status and the last outcome with
+its wait, so views and tools see the waits without tracing every put.
 """
 
 from __future__ import annotations
@@ -97,6 +101,11 @@ class HAService:
         self._conn_lock = threading.Lock()
         self._offset_lock = threading.Lock()
         self.push2_slave_max_offset = 0
+        self._outcome_lock = threading.Lock()
+        #: SYNC_MASTER puts answered, per status name (PUT_OK, FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE)
+        self.replica_outcomes: dict[str, int] = {}
+        #: the last one: ``{"status", "waited_ms", "next_offset"}`` (None before the first)
+        self.last_replica: dict | None = None
         self.wait_notify = WaitNotifyObject()
         self.group_transfer_service = GroupTransferService(self, lambda: store.tracer)
         self.accept_service = None
@@ -179,6 +188,18 @@ class HAService:
         self.group_transfer_service.put_request(request)
         self.wait_notify.wakeup_all()
         return request
+
+    def note_replica_outcome(self, status, waited_ms: float, next_offset: int | None) -> None:
+        """How a SYNC_MASTER put's wait for its slave ended (``next_offset`` None: it did not wait)."""
+        last = {"status": status.name, "waited_ms": waited_ms, "next_offset": next_offset}
+        with self._outcome_lock:
+            self.replica_outcomes[status.name] = self.replica_outcomes.get(status.name, 0) + 1
+            self.last_replica = last
+
+    @property
+    def waiting_puts(self) -> int:
+        """SYNC_MASTER puts waiting for a slave's ack right now."""
+        return len(self.group_transfer_service.pending)
 
     def positions(self) -> dict:
         """Per slave the requested, pushed and acknowledged offsets; the slave side's own view."""

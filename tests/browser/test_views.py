@@ -6,10 +6,12 @@
     the ones the raw trace events recorded (printed by the notebook itself).
 (b) The same notebook through ``export_notebook_html`` (executed, widget state saved), opened
     from a static server with no kernel and no network: the same checks.
-(c) ``to_html`` pages of each view, built here from the sample store and a traced engine run.
+(c) ``to_html`` pages of each view, built here from the sample store, a traced engine run and a
+    SYNC_MASTER/slave pair on loopback.
 
 Expected values never come from the views' own state: segments from ``store.positions()``,
-record spans from the codec, player positions from the tracer's events.
+record spans from the codec, player positions from the tracer's events, replication offsets
+from the stores and ``HAService.positions()``.
 """
 
 from __future__ import annotations
@@ -242,12 +244,43 @@ def check_inspector(scope, expected, snap=None):
         snap("store-inspector-lookup", view)
 
 
+def check_replication(scope, expected, snap=None):
+    """Both stores' positions, the master's per-slave offsets and the SYNC_MASTER waits, as data attributes."""
+    view = scope.get_by_test_id("replication-view").first
+    view.wait_for()
+    got = view.get_by_test_id("pos").evaluate_all(
+        "els => els.map(e => [e.dataset.side, e.dataset.pos, e.dataset.value])")
+    assert got == expected["positions"]
+    sides = view.get_by_test_id("ha-side").evaluate_all(
+        "els => els.map(e => [e.dataset.side, e.dataset.role, e.dataset.running])")
+    assert sides == [["master", "SYNC_MASTER", "true"], ["slave", "SLAVE", "true"]]
+    conns = view.get_by_test_id("ha-connection").evaluate_all(
+        "els => els.map(e => [e.dataset.slave, e.dataset.requested, e.dataset.pushed, e.dataset.acked])")
+    assert conns == expected["connections"]
+    assert view.get_by_test_id("push2-slave-max").get_attribute("data-value") == expected["acked"]
+    waits = view.get_by_test_id("replica-waits")
+    assert waits.get_attribute("data-waiting") == "0"
+    assert waits.get_attribute("data-last-status") == expected["last_status"]
+    assert waits.get_attribute("data-last-next-offset") == expected["last_next_offset"]
+    outcomes = dict(view.get_by_test_id("replica-outcome").evaluate_all(
+        "els => els.map(e => [e.dataset.status, +e.dataset.count])"))
+    assert {k: v for k, v in outcomes.items() if v} == expected["outcomes"]
+    assert set(outcomes) >= {"PUT_OK", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
+    client = view.get_by_test_id("ha-client")
+    assert client.get_attribute("data-connected") == "true"
+    assert client.get_attribute("data-reported") == expected["reported"]
+    if snap:
+        snap("replication-view", view)
+
+
 def check_all(scope, expected, snap):
     check_segments(scope, expected["SEGMENTS"], snap)
     check_record_hover(scope, expected["RECORD"], snap)
     check_player(scope, expected["PLAYER"], snap)
     if "INSPECTOR" in expected:
         check_inspector(scope, expected, snap)
+    if "REPLICATION" in expected:
+        check_replication(scope, expected["REPLICATION"], snap)
 
 
 # ------------------------------------------------------------------------------ (a) JupyterLab
@@ -293,6 +326,51 @@ def test_exported_notebook_without_kernel(page, exported_notebook, static_server
 
 # ------------------------------------------------------------------------------ (c) to_html pages
 
+def replication_page(widgets, out):
+    """A ReplicationView of a real SYNC_MASTER and slave after some puts, and what it must show
+    (from the stores' own positions and the puts' answers)."""
+    from collections import Counter
+
+    from rmqstore import BrokerRole, Message, MessageStore, StoreConfig
+
+    common = dict(mapped_file_size_commit_log=16 * 1024, mapped_file_size_consume_queue=20 * 50,
+                  pre_fault_mapped_file=False, ha_reconnect_interval=50)
+    master = MessageStore(out / "ha-master", StoreConfig(broker_role=BrokerRole.SYNC_MASTER, ha_enable=True,
+                                                          ha_listen_port=0, **common))
+    master.start()
+    slave = MessageStore(out / "ha-slave", StoreConfig(broker_role=BrokerRole.SLAVE, **common,
+                                                        ha_master_address=master.ha_service.listen_address))
+    try:
+        slave.start()
+        wait_until(lambda: master.ha_service.connection_count == 1 and slave.ha_service.ha_client.connected,
+                   message="the slave to connect")
+        results = [master.put_message(Message("HaView", b"v" * (50 + 97 * i % 700), queue_id=i % 2))
+                   for i in range(40)]
+        master.wait_dispatched()
+        slave.wait_dispatched()
+        view = widgets.ReplicationView.from_stores(master, slave, title="replication")
+        expected = {"positions": [], "outcomes": dict(Counter(r.status.name for r in results))}
+        for side, store in (("master", master), ("slave", slave)):
+            queue = store.commit_log.mapped_file_queue
+            for pos, value in (("wrote", queue.get_max_wrote_position()), ("max_offset", store.get_max_phy_offset()),
+                               ("flushed", queue.flushed_where),
+                               ("dispatched", store.reput_message_service.reput_from_offset)):
+                expected["positions"].append([side, pos, str(value)])
+        ha = master.ha_service.positions()
+        expected["connections"] = [[c["slave"], str(c["requested"]), str(c["pushed"]), str(c["acked"])]
+                                   for c in ha["slaves"]]
+        expected["acked"] = str(ha["push2_slave_max_offset"])
+        last = results[-1].append_result
+        expected["last_status"] = results[-1].status.name
+        expected["last_next_offset"] = str(last.wrote_offset + last.wrote_bytes)
+        expected["reported"] = str(slave.ha_service.ha_client.current_reported_offset)
+        assert expected["outcomes"] == {"PUT_OK": 40} and len(expected["connections"]) == 1
+    finally:
+        slave.shutdown()
+        master.shutdown()
+    return view, expected
+
+
 @pytest.fixture(scope="module")
 def standalone_pages(tmp_path_factory):
     """One to_html page per view (and one with all of them), plus what each must show."""
@@ -321,13 +399,16 @@ def standalone_pages(tmp_path_factory):
     if hasattr(widgets, "StoreInspector"):
         pages["store_inspector"] = widgets.StoreInspector.from_path(SAMPLE)
         expected["INSPECTOR"] = {"offset": offset, "msg_id": create_message_id(record.store_host, offset)}
+    if hasattr(widgets, "ReplicationView"):
+        pages["replication_view"], expected["REPLICATION"] = replication_page(widgets, out)
     for name, view in pages.items():
         widgets.to_html(view, out / f"{name}.html", title=name)
     widgets.to_html(list(pages.values()), out / "all.html", title="all views")
     return out, expected
 
 
-@pytest.mark.parametrize("name", ["segment_view", "record_view", "put_path_player", "store_inspector"])
+@pytest.mark.parametrize("name", ["segment_view", "record_view", "put_path_player", "store_inspector",
+                                  "replication_view"])
 def test_to_html_page(name, page, standalone_pages, static_server, snap, page_errors, external_requests):
     out, expected = standalone_pages
     if not (out / f"{name}.html").exists():
@@ -336,7 +417,8 @@ def test_to_html_page(name, page, standalone_pages, static_server, snap, page_er
     {"segment_view": lambda: check_segments(page, expected["SEGMENTS"], snap),
      "record_view": lambda: check_record_hover(page, expected["RECORD"], snap),
      "put_path_player": lambda: check_player(page, expected["PLAYER"], snap),
-     "store_inspector": lambda: check_inspector(page, expected, snap)}[name]()
+     "store_inspector": lambda: check_inspector(page, expected, snap),
+     "replication_view": lambda: check_replication(page, expected["REPLICATION"], snap)}[name]()
     assert not external_requests, external_requests
     assert not page_errors, page_errors
 
