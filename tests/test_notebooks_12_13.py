@@ -167,3 +167,11 @@ def test_13_retries_then_the_dead_letter_queue(nb13):
     assert origin == create_message_id(original.store_host, original.physical_offset)
     assert f"ORIGIN_MESSAGE_ID {origin}" in text and "abort file left: False" in text
     assert "fails on purpose" not in text  # the listener's planned failures do not clutter the page
+
+
+def test_13_the_live_segment_view_followed_the_broker_to_the_end(nb13):
+    text, _, records = nb13
+    end = max(r.physical_offset + r.total_size for r in records.values())
+    m = re.search(r"^live view: wrote (\d+), flushed (\d+); the store's commitlog ends at (\d+)$", text, re.M)
+    assert m and int(m.group(1)) == int(m.group(3)) == end and int(m.group(2)) <= end
+    assert int(re.search(r"^live view: (\d+) states sent", text, re.M).group(1)) > 1  # it moved while clients worked
