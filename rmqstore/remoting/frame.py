@@ -24,7 +24,10 @@ Two ideas carry the protocol:
   response wanted).  :mod:`rmqstore.remoting.server` keeps the table of open requests.
 
 The tables :data:`FRAME_FIELDS` and :data:`BINARY_HEADER_FIELDS` drive the codecs and
-:func:`frame_field_spans`, which a view uses to colour a frame's bytes field by field.
+:func:`frame_field_spans`, which a view (``FrameView``) uses to colour a frame's bytes field by
+field; with ``expand_header=True`` :func:`header_field_spans` splits the header into its
+members -- in a JSON header each ``"name":value`` pair, found with the JSON decoder itself, and
+one ``extFields.<key>`` span per custom-header entry.
 Bad bytes raise :class:`RemotingFrameError` (a :class:`~rmqstore.errors.RmqStoreError`)
 and nothing else.
 """
