@@ -9,10 +9,8 @@ when it fails (use them as context managers).
 
 from __future__ import annotations
 
-import asyncio
-import threading
-
 from rmqstore.broker import Broker, BrokerConfig, NameServer
+from rmqstore.broker.background import ServiceThread as _LoopThread
 from rmqstore.config import StoreConfig
 from rmqstore.remoting import Limits, RemotingClient
 
@@ -24,42 +22,6 @@ def small_store_config(**overrides) -> StoreConfig:
               max_hash_slot_num=1000, max_index_num=4000)
     kw.update(overrides)
     return StoreConfig(**kw)
-
-
-class _LoopThread:
-    """A service with ``start()``/``stop()`` coroutines, run on an event loop in a thread of its own."""
-
-    def __init__(self, service, name: str):
-        self.service = service
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
-        self.thread.start()
-        try:
-            self.call(service.start(), 30)
-        except BaseException:
-            self._stop_loop()
-            raise
-
-    def call(self, coro, timeout: float = 30):
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
-
-    def stop(self) -> None:
-        if self.thread.is_alive():
-            try:
-                self.call(self.service.stop(), 60)
-            finally:
-                self._stop_loop()
-
-    def _stop_loop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-        self.loop.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 class BrokerThread(_LoopThread):

@@ -195,3 +195,40 @@ def test_fuzz_the_server_survives_garbage_and_keeps_serving(chunks):
         finally:
             await server.stop()
     _run(main())
+
+
+def test_frame_recorder_keeps_the_last_request_frames_per_code_as_received():
+    from rmqstore.remoting import FrameRecorder, decode_frame, header_field_spans
+
+    async def main():
+        server = await _server()
+        assert server.frame_recorder is None  # off by default
+        recorder = server.frame_recorder = FrameRecorder(per_code=2)
+        client = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            for n in range(3):
+                await client.invoke(RemotingCommand(1000, {"n": str(n)}, b"body%d" % n),
+                                    serialize_type=SerializeType.ROCKETMQ if n == 2 else SerializeType.JSON)
+            await client.invoke(RemotingCommand(1002, {}))  # the server's own request and the client's answer
+        finally:
+            await client.close()
+            await server.stop()
+        return recorder
+
+    recorder = _run(main())
+    assert recorder.codes == [1000, 1002]  # the client's response to the server's request is not kept
+    kept = recorder.frames(1000)
+    assert [decode_frame(f[4:]).ext_fields["n"] for f in kept] == ["1", "2"] and recorder.last(1000) == kept[-1]
+    assert all(struct.unpack(">i", f[:4])[0] == len(f) - 4 for f in kept)  # whole frames, length field included
+    assert recorder.last(999) is None
+    with pytest.raises(ValueError):
+        FrameRecorder(per_code=0)
+    # header spans: one per member, inside the header, in order
+    for frame in kept:
+        meta = struct.unpack(">i", frame[4:8])[0]
+        spans = header_field_spans(meta >> 24, frame[8:8 + (meta & 0xFFFFFF)], 8)
+        names = [n for n, *_ in spans]
+        assert {"code", "opaque", "flag", "extFields", "extFields.n"} <= set(names)
+        assert all(8 <= a < b <= 8 + (meta & 0xFFFFFF) for _, a, b, _ in spans)
+    with pytest.raises(RemotingFrameError):
+        header_field_spans(SerializeType.JSON, b'{"code": 1, "extFields": [}')

@@ -686,3 +686,85 @@ def test_replication_view_offsets_beyond_2_53_stay_exact():
     assert view.master["last_replica"]["next_offset"] == str(big) and view.master["waiting"] == 2
     assert view.slave is None
     assert str(big) in W.to_html(view)
+
+
+# -- FrameView -----------------------------------------------------------------------------------
+
+def _real_send_frame(tmp_path) -> tuple[bytes, dict]:
+    """The request frame a real RocketMQ producer (the C++ client) sent, kept by the broker's recorder."""
+    rc = pytest.importorskip("rocketmq.client")
+    from broker_support import BrokerThread
+    from rmqstore.remoting import FrameRecorder, RequestCode
+
+    with BrokerThread(tmp_path / "store") as bt:
+        recorder = FrameRecorder(per_code=2)
+        bt.broker.server.frame_recorder = recorder
+        p = rc.Producer("PG_frame_view")
+        p.set_namesrv_addr(bt.namesrv)
+        p.start()
+        try:
+            m = rc.Message("FrameTopic")
+            m.set_keys("frame-key")
+            m.set_tags("frameTag")
+            m.set_body("frame body")
+            assert p.send_sync(m).status == rc.SendStatus.OK
+        finally:
+            p.shutdown()
+        codes = recorder.codes
+        frame = recorder.last(RequestCode.SEND_MESSAGE_V2) or recorder.last(RequestCode.SEND_MESSAGE)
+    assert RequestCode.GET_ROUTEINFO_BY_TOPIC not in codes  # the broker's recorder sees the broker's requests
+    return frame, {"codes": codes}
+
+
+def test_frame_view_of_a_real_producers_frame(tmp_path):
+    from rmqstore.properties import string_to_properties
+    from rmqstore.remoting import decode_frame, frame_field_spans
+
+    frame, _ = _real_send_frame(tmp_path)
+    cmd = decode_frame(frame[4:])
+    view = W.FrameView.from_bytes(frame)
+    assert bytes(view.data) == frame and view.error == ""
+    spans = [[n, a, b] for n, a, b, _ in frame_field_spans(frame, expand_header=True)]
+    assert view.spans == spans and [r["name"] for r in view.rows] == [s[0] for s in spans]
+    assert {r["name"] for r in view.field_table} == {s[0] for s in spans}
+    # spans are in order, do not overlap, and cover the length, header and body whole
+    ends = [(a, b) for _, a, b in spans]
+    assert all(b0 <= a1 for (_, b0), (a1, _) in zip(ends, ends[1:])) and ends[0] == (0, 4) and ends[-1][1] == len(frame)
+    assert frame[view.span_map()["body"][0]:] == cmd.body == b"frame body"
+    assert view.code == f"{cmd.code} {'SEND_MESSAGE_V2' if cmd.code == 310 else 'SEND_MESSAGE'}"
+    assert view.row("language")["value"] == "CPP" and view.row("opaque")["value"] == str(cmd.opaque)
+    # every custom-header entry has its row, its bytes hold its value, the properties are split
+    for key, value in cmd.ext_fields.items():
+        a, b = view.span_map()[f"extFields.{key}"]
+        assert json.loads(b"{" + frame[a:b] + b"}")[key] in (value, int(value) if value.lstrip("-").isdigit() else value)
+    props = [r for r in view.rows if r["name"].startswith("extFields.") and r.get("extra")]
+    assert len(props) == 1 and dict(props[0]["extra"]) == string_to_properties(cmd.ext_fields[
+        "properties" if "properties" in cmd.ext_fields else "i"])
+    assert dict(props[0]["extra"])["KEYS"] == "frame-key"
+
+
+def test_frame_view_names_send_message_v2_fields_and_binary_headers():
+    from rmqstore.broker.send import V2_FIELDS
+    from rmqstore.remoting import RemotingCommand, RequestCode, SerializeType, encode_frame
+
+    ext = {"a": "PG", "b": "T", "e": "2", "i": "KEYS\x01k\x02", "l": "16", "m": "false"}
+    for st in (SerializeType.JSON, SerializeType.ROCKETMQ):
+        frame = encode_frame(RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext, b"xy", remark="r", opaque=5,
+                                             serialize_type=st))
+        view = W.FrameView.from_bytes(frame)
+        for key, value in ext.items():
+            row = view.row(f"extFields.{key}")
+            assert row["java"] == f"{key} ({V2_FIELDS[key]})"
+            assert row["value"].startswith(f"{V2_FIELDS[key]} = ")
+        assert view.row("extFields.l")["value"] == "maxReconsumeTimes = 16"
+        assert view.row("remark")["value"] == "'r'" and view.row("body")["value"].startswith("xy")
+        assert view.row("header_meta")["value"].startswith(f"serialize type {int(st)}")
+        if st == SerializeType.ROCKETMQ:  # binary: every header byte is in a span
+            covered = sum(b - a for _, a, b in view.spans)
+            assert covered == len(frame)
+    # the long names of SEND_MESSAGE are shown as they are
+    frame = encode_frame(RemotingCommand(RequestCode.SEND_MESSAGE, {"a": "x", "topic": "T"}))
+    assert W.FrameView.from_bytes(frame).row("extFields.a")["java"] == "a"
+    bad = W.FrameView.from_bytes(b"\x00\x00\x00\x10\x00\x00\x00\x05{oops")
+    assert bad.error and [s[0] for s in bad.spans] == ["length", "header_meta", "header", "body"]
+    assert W.FrameView.from_bytes(b"\x00\x01").error

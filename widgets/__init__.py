@@ -27,6 +27,12 @@ Views
     and acknowledged offsets, the SYNC_MASTER waits (waiting now, answers per status, the
     last outcome and its wait), the slave's HA client.  ``ReplicationView.from_stores(master,
     slave)``; ``refresh()``; ``watch(interval)`` follows the pair live (``stop()``/``close()``).
+:class:`FrameView`
+    one remoting frame (what a client sends a broker) as the same coloured byte grid: length,
+    serialize type and header length, the header member by member (``extFields.<key>`` per
+    custom-header entry, SEND_MESSAGE_V2's ``a`` ... ``n`` named), the body.
+    ``FrameView.from_bytes(frame)``; a broker keeps real frames with
+    ``broker.server.frame_recorder = rmqstore.remoting.FrameRecorder()``.
 :func:`to_html`, :func:`export_notebook_html`
     standalone HTML with no kernel and no CDN: the views' own ESM and CSS inline, their
     state embedded, rendered by a small shim of anywidget's model API.
@@ -59,6 +65,12 @@ RecordView
     corrupt), ``"record-offset"`` (``data-offset``), ``"msg-id"``, ``"crc-status"``
     (shown when the body CRC checks out; a bad CRC row has ``data-status="bad"``).
     Records above 8 KiB render only the visible grid lines.
+FrameView
+    root ``data-testid="frame-view"``; hex cells ``data-testid="byte"`` and decoded rows
+    ``data-testid="field"`` with ``data-field`` = a name of ``frame_field_spans(frame,
+    expand_header=True)`` (``length``, ``header_meta``, ``code`` ... ``extFields``,
+    ``extFields.<key>``, ``body``; JSON punctuation ``""``), class ``hl`` as in RecordView;
+    ``data-testid="record-kind"`` says ``frame: <code> <NAME>``.
 PutPathPlayer
     root ``data-testid="put-path-player"``; buttons ``"play"``, ``"pause"``,
     ``"step-forward"``, ``"step-back"``; range input ``"scrub"`` (0 .. steps-1); select
@@ -95,6 +107,7 @@ ReplicationView
     ``data-master``, ``data-connects``).
 """
 
+from .frame_view import FrameView
 from .put_path_player import PutPathPlayer
 from .record_view import RecordView
 from .replication_view import ReplicationView
@@ -102,4 +115,5 @@ from .segment_view import SegmentView
 from .static_html import export_notebook_html, to_html
 from .store_inspector import StoreInspector
 
-__all__ = ["PutPathPlayer", "RecordView", "ReplicationView", "SegmentView", "StoreInspector", "to_html", "export_notebook_html"]
+__all__ = ["FrameView", "PutPathPlayer", "RecordView", "ReplicationView", "SegmentView", "StoreInspector", "to_html",
+           "export_notebook_html"]

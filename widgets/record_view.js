@@ -52,7 +52,7 @@ export function mountRecord(el, state, opts = {}) {
   function applyHighlight() {
     const name = current();
     for (const [f, cells] of cellsByField) {
-      const on = f === name;
+      const on = name !== "" && f === name; // bytes in no field (a frame's JSON punctuation) never light up
       for (const c of cells) c.classList.toggle("hl", on);
     }
     for (const [f, row] of rowsByField) {
@@ -87,7 +87,7 @@ export function mountRecord(el, state, opts = {}) {
     cell.setAttribute("data-i", i);
     cell.style.background = name ? colorFor(name) : "";
     cell.textContent = ascii ? (b >= 32 && b < 127 ? String.fromCharCode(b) : "·") : hex2(b);
-    if (name === current()) cell.classList.add("hl");
+    if (name && name === current()) cell.classList.add("hl");
     if (!cellsByField.has(name)) cellsByField.set(name, []);
     cellsByField.get(name).push(cell);
     return cell;
@@ -165,7 +165,7 @@ export function mountRecord(el, state, opts = {}) {
     rowsByField = new Map();
 
     const end = big(st.offset) + BigInt(st.total_size || bytes.length);
-    const kindText = st.kind === "message" ? `message record (${st.version})` : st.kind === "blank" ? "blank record (END_OF_FILE)" : st.kind || "no record";
+    const kindText = st.kind_text ? st.kind_text : st.kind === "message" ? `message record (${st.version})` : st.kind === "blank" ? "blank record (END_OF_FILE)" : st.kind || "no record";
     const head = h("div", { class: "rmq-rec-head" },
       st.title ? h("span", { class: "rmq-rec-title", text: st.title }) : null,
       h("span", { class: "rmq-rec-kind", "data-testid": "record-kind", "data-kind": st.kind || "", text: kindText }),
@@ -225,12 +225,16 @@ export function mountRecord(el, state, opts = {}) {
   };
 }
 
-function render({ model, el }) {
-  const view = mountRecord(el, recordStateFromModel(model), {
+/**
+ * Mount a record grid on a model and keep it in step: stateOf(model) gives the state, a change of one of
+ * keys re-renders, "selected" is synced both ways. Returns the dispose function render() returns.
+ */
+export function bindRecord(model, el, stateOf, keys, testid) {
+  const view = mountRecord(el, stateOf(model), {
+    testid,
     onSelect(name) { model.set("selected", name); model.save_changes(); },
   });
-  const keys = ["data", "offset", "spans", "rows", "kind", "summary", "error", "title"];
-  const onChange = throttleFrame(() => view.update(recordStateFromModel(model)));
+  const onChange = throttleFrame(() => view.update(stateOf(model)));
   const onSelected = () => view.setSelected(model.get("selected"));
   for (const k of keys) model.on(`change:${k}`, onChange);
   model.on("change:selected", onSelected);
@@ -239,6 +243,11 @@ function render({ model, el }) {
     model.off("change:selected", onSelected);
     view.dispose();
   };
+}
+
+function render({ model, el }) {
+  return bindRecord(model, el, recordStateFromModel,
+    ["data", "offset", "spans", "rows", "kind", "summary", "error", "title"]);
 }
 
 export default { render };

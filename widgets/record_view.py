@@ -21,7 +21,7 @@ import traitlets as t
 from ._assets import css, esm
 from ._common import FIELD_TABLE, record_details
 
-__all__ = ["RecordView", "store_record_details"]
+__all__ = ["RecordView", "FieldBytesView", "store_record_details"]
 
 
 def store_record_details(store, physical_offset: int) -> dict:
@@ -48,25 +48,33 @@ def store_record_details(store, physical_offset: int) -> dict:
         mf.release()
 
 
-class RecordView(anywidget.AnyWidget):
-    """A record's bytes as a hex/ASCII grid coloured by field, with its decoded values."""
-
-    _esm = esm("record_view.js")
-    _css = css("record_view.css")
+class FieldBytesView(anywidget.AnyWidget):
+    """What a coloured byte grid with decoded rows needs (RecordView, FrameView): bytes, spans, rows, colours."""
 
     title = t.Unicode("").tag(sync=True)
     data = t.Bytes(b"").tag(sync=True)
-    offset = t.Unicode("0").tag(sync=True)
-    total_size = t.Int(0).tag(sync=True)
-    kind = t.Unicode("").tag(sync=True)
-    version = t.Unicode("").tag(sync=True)
-    msg_id = t.Unicode("").tag(sync=True)
     summary = t.Unicode("").tag(sync=True)
     error = t.Unicode("").tag(sync=True)
     spans = t.List().tag(sync=True)
     rows = t.List().tag(sync=True)
     field_table = t.List().tag(sync=True)
     selected = t.Unicode("").tag(sync=True)
+
+    def span_map(self) -> dict[str, tuple[int, int]]:
+        return {name: (start, stop) for name, start, stop in self.spans}
+
+
+class RecordView(FieldBytesView):
+    """A record's bytes as a hex/ASCII grid coloured by field, with its decoded values."""
+
+    _esm = esm("record_view.js")
+    _css = css("record_view.css")
+
+    offset = t.Unicode("0").tag(sync=True)
+    total_size = t.Int(0).tag(sync=True)
+    kind = t.Unicode("").tag(sync=True)
+    version = t.Unicode("").tag(sync=True)
+    msg_id = t.Unicode("").tag(sync=True)
 
     def __init__(self, **kwargs):
         kwargs.setdefault("field_table", FIELD_TABLE)
@@ -100,7 +108,4 @@ class RecordView(anywidget.AnyWidget):
     @property
     def physical_offset(self) -> int:
         return int(self.offset)
-
-    def span_map(self) -> dict[str, tuple[int, int]]:
-        return {name: (start, stop) for name, start, stop in self.spans}
 

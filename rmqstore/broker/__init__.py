@@ -6,8 +6,9 @@ Real RocketMQ clients produce to and consume from an rmqstore store through this
 own tables, in RocketMQ's files), :mod:`.broker` (the assembly), :mod:`.cli` (the command).
 """
 
+from .background import ServiceThread
 from .broker import Broker
 from .config import BrokerConfig, load_broker_conf
 from .namesrv import NameServer
 
-__all__ = ["Broker", "BrokerConfig", "NameServer", "load_broker_conf"]
+__all__ = ["Broker", "BrokerConfig", "NameServer", "ServiceThread", "load_broker_conf"]

@@ -22,13 +22,18 @@ processed at a time and their bodies are at most ``max_in_flight_bytes`` (the re
 the peer's TCP window does the rest), a response waits until the peer has read enough of
 what was sent before (drain), so a peer that never reads stalls only itself,
 an idle connection is closed after ``idle_timeout`` seconds, and the server accepts at
-most ``max_connections``.  Bytes that are not a frame close the connection, as Netty's
+most ``max_connections``.
+
+To look at the wire, set ``server.frame_recorder`` (off by default) to a
+:class:`FrameRecorder`: it keeps the last few request frames of each code, bytes as
+received, for a view such as the notebooks' FrameView.  Bytes that are not a frame close the connection, as Netty's
 decoder does in RocketMQ: after a bad length there is no way back to a frame boundary.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import itertools
 import socket
 import logging
@@ -38,7 +43,8 @@ from typing import Awaitable, Callable
 from .codes import RPC_ONEWAY, ResponseCode, SerializeType
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 
-__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RemotingTimeoutError"]
+__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RemotingTimeoutError",
+           "FrameRecorder"]
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +66,45 @@ class Limits:
     idle_timeout: float = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
 
 
+class FrameRecorder:
+    """The last ``per_code`` request frames of each request code, as received (length field included).
+
+    Called by a connection's decoder with each command and its frame; responses are not kept.
+    ``last(code)`` is the newest frame of a code (``None`` when none came), ``frames(code)``
+    all kept ones, oldest first.
+    """
+
+    def __init__(self, per_code: int = 8):
+        if per_code < 1:
+            raise ValueError(f"per_code must be at least 1, got {per_code}")
+        self.per_code = per_code
+        self._frames: dict[int, collections.deque] = {}
+
+    def __call__(self, cmd: RemotingCommand, frame: bytes) -> None:
+        if not cmd.is_response:
+            self._frames.setdefault(cmd.code, collections.deque(maxlen=self.per_code)).append(bytes(frame))
+
+    def frames(self, code: int) -> list[bytes]:
+        return list(self._frames.get(int(code), ()))
+
+    def last(self, code: int) -> bytes | None:
+        kept = self._frames.get(int(code))
+        return kept[-1] if kept else None
+
+    @property
+    def codes(self) -> list[int]:
+        return sorted(self._frames)
+
+
 class Connection:
     """One socket: frames in, frames out, requests both ways matched by opaque."""
 
     _opaques = itertools.count(1)
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                 processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None):
+                 processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None,
+                 frame_recorder: FrameRecorder | None = None):
+        self.frame_recorder = frame_recorder
         self.reader = reader
         self.writer = writer
         self.processors = processors
@@ -90,7 +128,7 @@ class Connection:
     # -- reading ------------------------------------------------------------------------------
     async def serve(self) -> None:
         """Read frames until the peer goes away, a limit is hit or the bytes are bad."""
-        decoder = FrameDecoder()
+        decoder = FrameDecoder(self.frame_recorder)
         try:
             while True:
                 try:
@@ -230,6 +268,7 @@ class RemotingServer:
         self.default_processor: Processor | None = None
         self.connections: set[Connection] = set()
         self.on_close = on_close
+        self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
 
@@ -264,7 +303,7 @@ class RemotingServer:
             log.warning("refusing a connection: %d connections open", len(self.connections))
             writer.close()
             return
-        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor)
+        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder)
         self.connections.add(conn)
         try:
             await conn.serve()

@@ -467,3 +467,49 @@ def test_record_view_keeps_values_whole(width, page, standalone_pages, static_se
         snap("values-broken")
     assert not broken, f"values split inside a word at {width} px: {broken}"
     assert overflow <= 1, f"the field table is {overflow} px wider than its panel at {width} px"
+
+
+# ------------------------------------------------------------------------------ FrameView (to_html)
+
+def _send_frame() -> bytes:
+    """A SEND_MESSAGE_V2 request as the Java client sends it (one-letter header names, properties, body)."""
+    from rmqstore.remoting import RemotingCommand, RequestCode, encode_frame
+
+    ext = {"a": "PG_view", "b": "ViewTopic", "c": "TBW102", "d": "4", "e": "1", "f": "0", "g": "1795000000000",
+           "h": "0", "i": "KEYS\x01k-1\x02TAGS\x01tagA\x02WAIT\x01true\x02", "j": "0", "k": "false", "m": "false"}
+    return encode_frame(RemotingCommand(RequestCode.SEND_MESSAGE_V2, ext, b"hello frame view", language="JAVA",
+                                        opaque=7, version=399))
+
+
+def test_frame_view_to_html_hover_highlights_a_field(page, static_server, tmp_path, page_errors,
+                                                     external_requests):
+    FrameView = need("FrameView")
+    from rmqstore.remoting import frame_field_spans
+
+    frame = _send_frame()
+    widgets_module().to_html(FrameView.from_bytes(frame), tmp_path / "frame.html", title="frame")
+    spans = {name: stop - start for name, start, stop, _ in frame_field_spans(frame, expand_header=True)}
+    page.goto(f"{static_server(tmp_path)}/frame.html")
+    view = page.locator("[data-testid='frame-view']").first
+    view.wait_for()
+    counts = wait_until(lambda: (c := record_highlight(view)) and sum(n for _, n in c.values()) == len(frame)
+                        and c, message="one byte cell per frame byte")
+    assert {f: n for f, (_, n) in counts.items() if f} == spans, "each span's bytes tagged with its field"
+    assert counts[""][1] == len(frame) - sum(spans.values()), "only the JSON punctuation is in no field"
+    assert not any(h for h, _ in counts.values()), "nothing highlighted before hovering"
+    assert sorted(view.get_by_test_id("field").evaluate_all("els => els.map(e => e.dataset.field)")) == sorted(spans)
+    assert "SEND_MESSAGE_V2" in view.get_by_test_id("record-kind").inner_text()
+
+    def only(name):
+        c = record_highlight(view)
+        return c.get(name) == [spans[name], spans[name]] and all(h == 0 for f, (h, _) in c.items() if f != name)
+
+    view.locator("[data-testid='field'][data-field='extFields.b']").hover()
+    wait_until(lambda: only("extFields.b"), message="the topic entry's bytes highlighted after hovering its row")
+    assert "topic = ViewTopic" in view.locator("[data-testid='field'][data-field='extFields.b']").inner_text()
+    view.locator("[data-testid='byte'][data-field='body']").nth(3).hover()
+    wait_until(lambda: only("body"), message="every body byte highlighted after hovering one of them")
+    page.mouse.move(1, 1)
+    wait_until(lambda: not any(h for h, _ in record_highlight(view).values()), message="no highlight after leaving")
+    assert not external_requests, external_requests
+    assert not page_errors, page_errors
