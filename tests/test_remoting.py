@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import struct
 
@@ -82,7 +83,11 @@ def test_an_absurd_length_is_refused_before_anything_is_buffered():
 # -- server and client ---------------------------------------------------------------------
 
 def _run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 30))
+    """Run ``coro`` on a fresh event loop in a thread of its own: the browser tier's Playwright
+    (sync API) keeps a loop running in the main thread for the whole session, where
+    ``asyncio.run`` refuses to start."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, asyncio.wait_for(coro, 30)).result()
 
 
 async def _server(limits=None) -> RemotingServer:
