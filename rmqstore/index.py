@@ -242,6 +242,15 @@ class IndexService:
             self.index_files.append(f)
         return True
 
+    def indexed_up_to(self) -> int:
+        """The offset from which records may lack entries: the last file's end offset (0: no file).
+
+        Records below it are skipped by :meth:`build_index`; the record at it may have keys
+        in a later file that is gone, and is indexed again.
+        """
+        with self._lock:
+            return self.index_files[-1].end_phy_offset if self.index_files else 0
+
     def _create_file(self) -> IndexFile | None:
         prev = self.index_files[-1] if self.index_files else None
         end_phy = prev.end_phy_offset if prev else 0

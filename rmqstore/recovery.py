@@ -248,18 +248,22 @@ def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: i
     return RecordCheck(RecordCheck.VALID, rec.total_size, rec)
 
 
-def _walk(store, index: int, dispatch: bool) -> int:
-    """Validate from the start of file ``index`` on; the physical offset where the log ends."""
+def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
+    """Validate from the start of file ``index`` on; the physical offset where the log ends.
+
+    ``dispatch`` (a callable) gets the dispatch request of every valid record; ``until``
+    stops the walk at a record boundary at or after that offset (the offset is returned).
+    """
     files = store.commit_log.mapped_file_queue.mapped_files
     check_crc = store.config.check_crc_on_recover
     delay_levels = store.commit_log._delay_levels
     mf = files[index]
     pos = 0
-    while True:
+    while until is None or mf.file_from_offset + pos < until:
         found = check_record(mf.mapped, pos, mf.file_from_offset, check_crc, mf.file_size)
         if found.kind is RecordCheck.VALID:
-            if dispatch:
-                store.do_dispatch(dispatch_request(found.record, delay_levels))
+            if dispatch is not None:
+                dispatch(dispatch_request(found.record, delay_levels))
             pos += found.size
         elif found.kind is RecordCheck.END_OF_FILE:
             if index + 1 >= len(files):
@@ -280,7 +284,7 @@ def recover_normally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
     files = store.commit_log.mapped_file_queue.mapped_files
     if not files:
         return _no_commitlog(store)
-    end = _walk(store, max(len(files) - 3, 0), dispatch=False)
+    end = _walk(store, max(len(files) - 3, 0))
     _cut(store, end, max_phy_offset_of_consume_queue)
     return end
 
@@ -297,9 +301,42 @@ def recover_abnormally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
         index = 0
     else:
         log.info("recover from this mapped file %s", files[index].file_name)
-    end = _walk(store, index, dispatch=not store.read_only)
+    if not store.read_only and store.config.message_index_enable:
+        reindex_before(store, files[index].file_from_offset)
+    end = _walk(store, index, dispatch=None if store.read_only else store.do_dispatch)
     _cut(store, end, max_phy_offset_of_consume_queue)
     return end
+
+
+def reindex_before(store, start: int) -> None:
+    """Index again the records between the last surviving index entry and ``start`` (the walk's start).
+
+    After an abnormal stop, loading the index deleted every index file newer than the
+    checkpoint's index timestamp -- entries of records anywhere after the previous file's
+    end, while the walk re-dispatches only from the checkpoint's commitlog file, 3 s
+    before the last flush.  RocketMQ 4.9.8 leaves the records in between unfindable by key
+    (unless ``messageIndexSafe`` moves its whole walk back).  Here they go to the index
+    alone (the consume queues have them); the walk's start and the end of the log are
+    decided as before, so an invalid record in this stretch stops the re-indexing with a
+    warning and cuts nothing.
+    """
+    files = store.commit_log.mapped_file_queue.mapped_files
+    floor = max(store.index_service.indexed_up_to(), files[0].file_from_offset)
+    if floor >= start:
+        return
+    log.info("the index ends at offset %d, the walk starts at %d: indexing the records in between", floor, start)
+    reached = _walk(store, _file_holding(files, floor), store.index_service.build_index, until=start)
+    if reached < start:
+        log.warning("re-indexing stopped at offset %d, before %d: records in between stay unfindable by key",
+                    reached, start)
+
+
+def _file_holding(files, offset: int) -> int:
+    """The index of the file that holds ``offset`` (the first file for offsets before it)."""
+    index = len(files) - 1
+    while index > 0 and files[index].file_from_offset > offset:
+        index -= 1
+    return index
 
 
 def is_mapped_file_matched_recover(store, mf) -> bool:

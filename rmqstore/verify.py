@@ -445,6 +445,8 @@ class _Verifier:
         self.max_store_ts = 0
         self.cq_horizon = -1
         self.index_range: tuple[int | None, int | None] = (None, None)
+        self.has_index = False  # an index/ directory exists: dispatched records with keys need entries
+        self.unindexed: list[tuple[int, str, int]] = []  # (phys, rel, pos) dispatched, keyed, outside index_range
         self.past_end: list[int] = []  # offsets past the end of the log that units/entries point at
         self.unclaimed_tail: int | None = None  # index in problems of an undecodable last record (no abort)
         self.abort = False
@@ -646,6 +648,7 @@ class _Verifier:
         d = os.path.join(self.root, "index")
         if not os.path.isdir(d):
             return
+        self.has_index = True
         slots, num = self.sizes.slots, self.sizes.entries
         expected = 40 + 4 * slots + 20 * num if slots else None
         prev = None
@@ -928,7 +931,7 @@ class _Verifier:
                 self.unbacked.append((phys, rel, pos, key, qo))
         # index: entries pointing here, and entries this record needs
         entries = self.idx_at.pop(phys, None)
-        keys = _record_keys(rec.topic, props) if (entries or self.index_files) else set()
+        keys = _record_keys(rec.topic, props) if (entries or self.has_index) else set()
         self._check_record_index(phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys, entries)
 
     def _check_record_index(self, phys: int, rel: str, pos: int, topic: str, txn: int, store_ts: int,
@@ -950,16 +953,23 @@ class _Verifier:
                     self.add("index_entry", ix.rel, epos + 12, f"entry {n} says the record was stored {td} s after "
                              f"{ix.begin_ts}, but the record at {phys} ({rel}:{pos}) was stored at "
                              f"{store_ts}")
-        if hashes and txn != TRANSACTION_ROLLBACK_TYPE and self.index_files:
-            lo, hi = self.index_range
-            if lo is not None and lo <= phys < hi:
-                have = {h for _, _, h, _ in entries or ()}
-                missing = [k for h, k in hashes.items() if h not in have]
-                if missing:
-                    ix = self._index_file_for(phys)
-                    self.add("index_missing_key", ix.rel, None, f"the record at {phys} ({rel}:{pos}, topic "
-                             f"{topic}) has no index entry for key(s) {', '.join(sorted(missing)[:5])}; a key "
-                             "lookup will not find it")
+        if not hashes or txn == TRANSACTION_ROLLBACK_TYPE or not self.has_index:
+            return
+        lo, hi = self.index_range
+        in_range = lo is not None and lo <= phys < hi
+        if not in_range and phys >= self.cq_horizon:
+            return  # not dispatched yet: the next start indexes it (an "undispatched" warning)
+        have = {h for _, _, h, _ in entries or ()}
+        missing = [k for h, k in hashes.items() if h not in have]
+        if not missing:
+            return
+        if not in_range:
+            self.unindexed.append((phys, rel, pos))  # dispatched, yet outside every index file: reported once
+            return
+        ix = self._index_file_for(phys)
+        self.add("index_missing_key", ix.rel, None, f"the record at {phys} ({rel}:{pos}, topic "
+                 f"{topic}) has no index entry for key(s) {', '.join(sorted(missing)[:5])}; a key "
+                 "lookup will not find it")
 
     @staticmethod
     def _time_ok(begin_ts: int, td: int, store_ts: int) -> bool:
@@ -1182,6 +1192,32 @@ class _Verifier:
             for fnum, n, h, td in entries:
                 expired += self._unresolved_entry(phy, fnum, n, log_start)
         self._report_expired_entries(expired, log_start)
+        self._report_unindexed()
+
+    def _report_unindexed(self) -> None:
+        """Dispatched records with keys before the index's first entry or after its last: lost to key lookups.
+
+        Dispatch indexes a record together with its consume-queue unit, so every keyed record
+        below the dispatch horizon needs entries.  Those after the last entry are what a crash
+        recovery that dropped the newest index files (RocketMQ's) did not index again; with the
+        abort file present, the next start (ours) indexes them again: a warning.
+        """
+        lo, hi = self.index_range
+        before = [r for r in self.unindexed if lo is not None and r[0] < lo]
+        after = [r for r in self.unindexed if lo is None or r[0] >= hi]
+        target = self.index_files[-1].rel if self.index_files else "index"
+        for recs, is_after in ((before, False), (after, True)):
+            if not recs:
+                continue
+            phys, rel, pos = recs[0]
+            where = "with no index entries at all" if lo is None else (
+                f"after the index's last entry ({hi})" if is_after else f"before the index's first entry ({lo})")
+            soft = self.abort and is_after
+            self.add("index_missing_key", target, None,
+                     f"{len(recs)} dispatched record(s) with keys from offset {phys} ({rel}:{pos}) on, {where}, have "
+                     f"no index entry for their keys (their consume-queue units exist, up to {self.cq_horizon}); a "
+                     "key lookup will not find them" + ("; the next start indexes them again" if soft else ""),
+                     WARNING if soft else ERROR)
 
     def _unresolved_entry(self, phy: int, fnum: int, n: int, log_start: int) -> int:
         """An index entry that points at no readable record: why (1 when it expired, else 0)."""

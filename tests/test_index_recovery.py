@@ -1,0 +1,170 @@
+"""The index after a crash: every record recovery keeps is findable by each of its keys.
+
+After an abnormal stop, loading the index deletes every index file whose end timestamp
+is newer than the checkpoint's index timestamp (it may hold entries for records the log
+is about to lose), and recovery re-dispatches from a commitlog file the checkpoint proves
+dispatched.  RocketMQ 4.9.8 takes that file from the commitlog and consume-queue
+timestamps alone (``message_index_safe`` off, the default), so the records between the
+last surviving index entry and that file lose their entries for good.  Here the walk
+starts no later than the record after the last surviving index entry.
+
+The crash images are made in-process: a started store is copied while it is idle (what a
+kill -9 leaves: every write reached the page cache, the abort file is there).  A clock
+that moves one second per put keeps the checkpoint's "3 s before" safe point far from
+the start of the log.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from rmqstore import recovery
+from rmqstore.config import StoreConfig
+from rmqstore.message import Message
+from rmqstore.store import MessageStore
+from rmqstore.verify import verify
+
+BASE_TS = 1_795_000_000_000
+
+
+def small_config(**overrides) -> StoreConfig:
+    """8 KiB commitlog files (7 of our messages), 60-entry index files (59 keys: 29 1/2 messages)."""
+    values = dict(mapped_file_size_commit_log=8192, mapped_file_size_consume_queue=20 * 64,
+                  max_hash_slot_num=16, max_index_num=60, flush_disk_type="SYNC_FLUSH",
+                  store_host="198.51.100.7:10911")
+    values.update(overrides)
+    return StoreConfig(**values)
+
+
+def put_keyed(store, clock_now: list, count: int, first: int = 0) -> dict:
+    """``count`` messages with two keys each, one second apart; ``{key: offset}``."""
+    keys = {}
+    for i in range(first, first + count):
+        clock_now[0] += 1000
+        msg = Message(f"Key{'AB'[i % 2]}", b"x" * (900 + i % 50), queue_id=i % 3,
+                      properties=f"KEYS\x01a{i} b{i}\x02TAGS\x01T{i % 4}", born_host="192.0.2.60:46000",
+                      born_timestamp=BASE_TS + i)
+        r = store.put_message(msg)
+        offset = r.append_result.wrote_offset
+        keys[(msg.topic, f"a{i}")] = keys[(msg.topic, f"b{i}")] = offset
+    store.wait_dispatched()
+    return keys
+
+
+def killed_image(store, dst) -> str:
+    """The store's files as a kill -9 would leave them (the store must be idle)."""
+    store.checkpoint.flush()
+    shutil.copytree(store.root, dst, ignore=shutil.ignore_patterns("lock"))
+    assert os.path.exists(os.path.join(dst, "abort"))
+    return str(dst)
+
+
+def unfindable(store, keys: dict) -> list:
+    """The keys ``store.query_message`` does not find at their offset."""
+    out = []
+    for (topic, key), offset in keys.items():
+        found = store.query_message(topic, key, 32, 0, 2 ** 62).messages
+        if offset not in [m.physical_offset for m in found]:
+            out.append((topic, key, offset))
+    return out
+
+
+def written_then_killed(tmp_path, count: int = 58, cfg=None):
+    """A store with ``count`` keyed puts, killed (an image of it); its config and keys.
+
+    58 puts of two keys fill one index file (59 entries) and 57 entries of a second one,
+    which is newer than the index checkpoint; the checkpoint's commitlog file (3 s before
+    the last put) holds the last 4 puts only.
+    """
+    cfg = cfg or small_config()
+    clock_now = [BASE_TS]
+    store = MessageStore(tmp_path / "live", cfg, clock=lambda: clock_now[0])
+    store.start()
+    try:
+        keys = put_keyed(store, clock_now, count)
+        root = killed_image(store, tmp_path / "killed")
+    finally:
+        store.shutdown()
+    return root, cfg, keys
+
+
+def test_every_key_is_findable_after_abnormal_recovery(tmp_path):
+    root, cfg, keys = written_then_killed(tmp_path)
+    store = MessageStore(root, cfg)
+    store.load()
+    try:
+        assert store.last_exit_ok is False
+        assert unfindable(store, keys) == []
+    finally:
+        store.close()
+    report = verify(root, config=cfg)
+    assert report.ok, report.problems[:5]
+
+
+def test_every_key_is_findable_after_recovery_and_more_puts(tmp_path):
+    root, cfg, keys = written_then_killed(tmp_path)
+    clock_now = [BASE_TS + 10_000_000]
+    store = MessageStore(root, cfg, clock=lambda: clock_now[0])
+    store.start()
+    try:
+        keys.update(put_keyed(store, clock_now, 30, first=1000))
+        assert unfindable(store, keys) == []
+    finally:
+        store.shutdown()
+    report = verify(root, config=cfg)
+    assert report.ok, report.problems[:5]
+
+
+def test_recovery_reindexes_only_the_index_and_keeps_the_walk_start(tmp_path, caplog):
+    """The stretch between the index's end and the walk's start goes to the index alone."""
+    root, cfg, keys = written_then_killed(tmp_path)
+    store = MessageStore(root, cfg)
+    with caplog.at_level("INFO", logger="rmqstore.recovery"):
+        store.load()
+    try:
+        said = [r.getMessage() for r in caplog.records]
+        walk = [m for m in said if m.startswith("recover from this mapped file")]
+        assert len(walk) == 1 and walk[0].endswith(f"{57344:020d}"), said  # the checkpoint's file, as RocketMQ
+        assert any(m.startswith("the index ends at offset ") for m in said), said
+    finally:
+        store.close()
+
+
+def test_verify_reports_keys_a_rocketmq_style_recovery_lost(tmp_path, monkeypatch):
+    """One index file, deleted at load (the index checkpoint is 0); recovered without re-indexing
+    (RocketMQ 4.9.8) and shut down: the new index file starts at the walk's first record, and
+    verify names the records before it."""
+    root, cfg, keys = written_then_killed(tmp_path, count=25)
+    monkeypatch.setattr(recovery, "reindex_before", lambda store, start: None)
+    store = MessageStore(root, cfg)
+    store.start()
+    try:
+        lost = {offset for _, _, offset in unfindable(store, keys)}
+        assert lost
+    finally:
+        store.shutdown()
+    report = verify(root, config=cfg)
+    missing = [p for p in report.errors if p.kind == "index_missing_key"]
+    assert len(missing) == 1, report.problems
+    assert f"{len(lost)} dispatched record(s) with keys from offset {min(lost)} " in missing[0].message
+    assert "before the index's first entry" in missing[0].message
+
+
+@pytest.mark.parametrize("abort", [True, False])
+def test_verify_reports_dispatched_records_after_the_last_index_entry(tmp_path, abort):
+    """The newest index file gone and nothing indexed since: an error, a warning while the abort
+    file says the next start recovers (and indexes them again)."""
+    root, cfg, keys = written_then_killed(tmp_path)
+    newest = sorted(os.listdir(os.path.join(root, "index")))[-1]
+    os.remove(os.path.join(root, "index", newest))
+    if not abort:
+        os.remove(os.path.join(root, "abort"))
+    report = verify(root, config=cfg)
+    missing = [p for p in report.problems if p.kind == "index_missing_key"]
+    assert len(missing) == 1, report.problems
+    assert missing[0].severity == ("warning" if abort else "error")
+    assert "after the index's last entry" in missing[0].message
+    assert report.ok is abort
