@@ -81,12 +81,19 @@ class IndexFile:
         self.hash_slot_count = h.hash_slot_count
         self.index_count = h.index_count if h.index_count > 0 else 1
         if not read_only:
-            if end_phy_offset > 0:
-                self._set("begin_phy_offset", end_phy_offset)
-                self._set("end_phy_offset", end_phy_offset)
-            if end_timestamp > 0:
-                self._set("begin_timestamp", end_timestamp)
-                self._set("end_timestamp", end_timestamp)
+            self.start_at(end_phy_offset, end_timestamp)
+
+    def start_at(self, end_phy_offset: int, end_timestamp: int) -> None:
+        """A new file's header: it begins (and, with no entry yet, ends) where the previous file ended."""
+        if end_phy_offset > 0:
+            self._set("begin_phy_offset", end_phy_offset)
+            self._set("end_phy_offset", end_phy_offset)
+        if end_timestamp > 0:
+            self._set("begin_timestamp", end_timestamp)
+            self._set("end_timestamp", end_timestamp)
+
+    def has_entries(self) -> bool:
+        return self.index_count > 1 or self.hash_slot_count > 0
 
     @property
     def file_name(self) -> str:
@@ -231,16 +238,49 @@ class IndexService:
         expected = index_file_size(self.hash_slot_num, self.index_num)
         for name in sorted(os.listdir(self.store_path)):
             path = os.path.join(self.store_path, name)
-            if os.path.getsize(path) != expected:
-                raise StoreError(f"{path} is {os.path.getsize(path)} bytes; with {self.hash_slot_num} slots and "
-                                 f"{self.index_num} entries an index file is {expected} bytes")
+            if os.path.getsize(path) != expected and self._skip_misfit(path, expected):
+                continue
             f = IndexFile(path, self.hash_slot_num, self.index_num, read_only=self.read_only)
             if not last_exit_ok and self.checkpoint is not None and \
                     f.end_timestamp > self.checkpoint.index_msg_timestamp and not self.read_only:
                 f.destroy()  # may hold entries for records recovery will drop
                 continue
+            self._continue_previous(f)
             self.index_files.append(f)
         return True
+
+    def _skip_misfit(self, path: str, expected: int) -> bool:
+        """An index file of the wrong size: skipped (read-only) or deleted (empty), else refused.
+
+        A kill or a full disk between creating an index file and sizing it leaves a short
+        file of zeros; it holds no entry.  RocketMQ refuses to load such a store.
+        """
+        from .recovery import file_is_all_zero
+
+        size = os.path.getsize(path)
+        if not file_is_all_zero(path):
+            if self.read_only:
+                log.warning("skipping %s: %d bytes, an index file of this store is %d", path, size, expected)
+                return True
+            raise StoreError(f"{path} is {size} bytes; with {self.hash_slot_num} slots and "
+                             f"{self.index_num} entries an index file is {expected} bytes")
+        if self.read_only:
+            log.warning("skipping %s: %d bytes of zeros, an index file whose creation was interrupted", path, size)
+        else:
+            log.warning("deleting %s: %d bytes of zeros, an index file whose creation was interrupted", path, size)
+            os.remove(path)
+        return True
+
+    def _continue_previous(self, f: IndexFile) -> None:
+        """A file with no entry whose header was never written (a kill right after sizing it)
+        gets the header its creation would have written: it continues the previous file.
+        Otherwise dispatch would fill it from offset 0 on, before the previous file's end."""
+        prev = self.index_files[-1] if self.index_files else None
+        if self.read_only or prev is None or f.has_entries() or f.end_phy_offset >= prev.end_phy_offset:
+            return
+        log.warning("%s has no entry and begins at %d, before the previous index file ends (%d): continuing it",
+                    f.path, f.begin_phy_offset, prev.end_phy_offset)
+        f.start_at(prev.end_phy_offset, prev.end_timestamp)
 
     def indexed_up_to(self) -> int:
         """The offset from which records may lack entries: the last file's end offset (0: no file).

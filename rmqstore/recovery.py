@@ -39,7 +39,7 @@ The order of ``load()``
    dispatched consume-queue unit, last full index file);
 4. load the index files; after an abnormal stop every index file whose end timestamp is
    newer than the checkpoint's index timestamp is deleted -- it may hold entries for
-   records the log is about to lose, and dispatch will rebuild it;
+   records the log is about to lose, and recovery rebuilds it (below);
 5. recover every consume queue: from its third-last file, find the last valid unit
    (``offset >= 0 and size > 0``) and cut after it.  The largest "end of the last
    message" over all queues is remembered;
@@ -76,7 +76,13 @@ the first.  Validate forward as above, and hand **every** valid record to dispat
 again.  That is idempotent: a consume queue skips a record that ends at or before the
 last message it holds, and the index skips a record below its newest file's end
 offset.  Then cut the commitlog and the consume queues at the end as in normal
-recovery.  A start file whose first record is already invalid cuts the whole log back
+recovery.
+
+Before the walk, with the index enabled, the records from the last entry of the index
+files that survived the load up to the walk's start file are handed to the index alone
+(:func:`reindex_before`): the deleted files held their keys, and the walk -- which starts
+3 s before the last flush -- would not come back for them.  RocketMQ 4.9.8 skips this step
+(unless ``messageIndexSafe`` moves its whole walk back) and loses those keys.  A start file whose first record is already invalid cuts the whole log back
 to that file's start, and the queues with it.
 
 No commitlog files at all: both recoveries set the marks to 0 and delete every consume
@@ -135,7 +141,8 @@ from .record import decode_record
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
            "recover_topic_queue_table", "truncate_dirty_logic_files", "destroy_logics",
-           "is_mapped_file_matched_recover", "remove_interrupted_allocations", "remove_creation_leftovers"]
+           "is_mapped_file_matched_recover", "remove_interrupted_allocations", "remove_creation_leftovers",
+           "reindex_before", "file_is_all_zero"]
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +169,20 @@ DIFFERENCES = {
     "index_after_end": "After the log is cut, index files whose first entry lies at or after the end are "
                        "deleted (IndexService.delete_files_after). RocketMQ keeps them. Entries past the end "
                        "inside a file that also holds earlier entries stay, as in RocketMQ.",
-    "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file or an index file "
-                              "whose size is wrong and whose bytes are all zero (a kill between creating "
-                              "and sizing it) is deleted before loading. RocketMQ refuses to load such a store. "
-                              "Our own temp files of an interrupted creation (<name>.<pid>.creating) are "
-                              "deleted on every writable load.",
+    "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file whose size is "
+                              "wrong and whose bytes are all zero (a kill between creating and sizing it) is "
+                              "deleted before loading; so is such an index file on every writable load, and "
+                              "read-only opens skip it with a warning. RocketMQ refuses to load such a store. "
+                              "An index file with no entry whose header was never written (a kill right after "
+                              "sizing it) continues the previous file instead of taking entries of old records "
+                              "from offset 0 on. Our own temp files of an interrupted creation "
+                              "(<name>.<pid>.creating) are deleted on every writable load.",
+    "index_after_crash": "After an abnormal stop, the records between the last entry of the index files that "
+                         "survive the load and the start of the re-dispatch walk are indexed again (index only), "
+                         "so every record the log keeps is findable by each of its keys. RocketMQ 4.9.8 deletes "
+                         "the index files newer than the index checkpoint and re-dispatches only from the "
+                         "checkpoint's commitlog file (3 s before the last flush; messageIndexSafe off, its "
+                         "default), so the keys of the records in between are lost for good.",
     "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
                   "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
 }
@@ -450,7 +466,8 @@ def recover(store, last_exit_ok: bool) -> int:
 
 
 # -- leftovers of a kill --------------------------------------------------------------------
-def _all_zero(path: str) -> bool:
+def file_is_all_zero(path: str) -> bool:
+    """Every byte of the file is zero (also: it is empty)."""
     with open(path, "rb") as f:
         while True:
             chunk = f.read(1 << 20)
@@ -469,7 +486,7 @@ def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     out = []
     for name in reversed(names):
         path = os.path.join(directory, name)
-        if os.path.getsize(path) == size or not _all_zero(path):
+        if os.path.getsize(path) == size or not file_is_all_zero(path):
             break
         out.append(path)
     return out
@@ -511,15 +528,7 @@ def remove_interrupted_allocations(store) -> list[str]:
     doomed = _trailing_empty_misfits(os.path.join(store.root, "commitlog"), cfg.mapped_file_size_commit_log)
     for qdir in _queue_dirs(store.root):
         doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
-    idir = os.path.join(store.root, "index")
-    if os.path.isdir(idir):
-        from .index import index_file_size
-
-        expected = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
-        for name in sorted(os.listdir(idir)):
-            path = os.path.join(idir, name)
-            if os.path.isfile(path) and os.path.getsize(path) != expected and _all_zero(path):
-                doomed.append(path)
+    # (index files: IndexService.load deletes an empty misfit on every writable load)
     for path in doomed:
         log.warning("deleting %s: wrong size and empty, a file whose creation a crash interrupted", path)
         os.remove(path)

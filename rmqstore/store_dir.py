@@ -83,6 +83,10 @@ def index_dimensions(root: str) -> tuple[int, int] | None:
     except FileNotFoundError:
         return None
     sizes = {os.path.getsize(os.path.join(d, n)) for n in names if os.path.isfile(os.path.join(d, n))}
+    if len(sizes) > 1 and 0 in sizes:
+        # a kill or a full disk between creating an index file and sizing it: the index
+        # reader skips such a file with a warning (IndexService.load)
+        sizes.discard(0)
     if not sizes:
         return None
     if len(sizes) > 1:

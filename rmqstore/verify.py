@@ -447,6 +447,7 @@ class _Verifier:
         self.index_range: tuple[int | None, int | None] = (None, None)
         self.has_index = False  # an index/ directory exists: dispatched records with keys need entries
         self.unindexed: list[tuple[int, str, int]] = []  # (phys, rel, pos) dispatched, keyed, outside index_range
+        self.interrupted_index: str | None = None  # the newest index file, short and all zeros (skipped)
         self.past_end: list[int] = []  # offsets past the end of the log that units/entries point at
         self.unclaimed_tail: int | None = None  # index in problems of an undecodable last record (no abort)
         self.abort = False
@@ -652,7 +653,8 @@ class _Verifier:
         slots, num = self.sizes.slots, self.sizes.entries
         expected = 40 + 4 * slots + 20 * num if slots else None
         prev = None
-        for name in _listdir(d):
+        names = _listdir(d)
+        for name in names:
             p = os.path.join(d, name)
             if not os.path.isfile(p):
                 self.add("unexpected_file", self.rel(p), None, "not an index file", WARNING)
@@ -668,9 +670,16 @@ class _Verifier:
                          "has a size of 40 + 4*slots + 20*(4*slots) bytes, so its layout cannot be told")
                 continue
             if f.size != expected:
+                # the newest file short and all zeros: its creation was interrupted (nothing was in it)
+                interrupted = name == names[-1] and _first_nonzero(f.buf, 0, f.size) is None
                 self.add("file_size", f.rel, None, f"index file is {f.size} bytes; with {slots} slots and {num} "
-                         f"entries (the other index files' size) it is {expected} bytes")
-                if f.size < 40:
+                         f"entries (the other index files' size) it is {expected} bytes"
+                         + ("; the newest file and all zeros: a creation a crash or a full disk interrupted "
+                            "(readers skip it, a writable open deletes it)" if interrupted else ""),
+                         WARNING if interrupted else ERROR)
+                if interrupted:
+                    self.interrupted_index = f.rel
+                if f.size < 40 or interrupted:
                     continue
             ix = _IndexFile(f.rel, f.buf, len(self.index_files))
             self._check_index_file(ix, f.size, slots, num)
@@ -1205,10 +1214,12 @@ class _Verifier:
         lo, hi = self.index_range
         before = [r for r in self.unindexed if lo is not None and r[0] < lo]
         after = [r for r in self.unindexed if lo is None or r[0] >= hi]
-        target = self.index_files[-1].rel if self.index_files else "index"
+        last = self.index_files[-1].rel if self.index_files else "index"
         for recs, is_after in ((before, False), (after, True)):
             if not recs:
                 continue
+            # records after the last entry belong in the next file: a skipped empty one lost them
+            target = (self.interrupted_index or last) if is_after else last
             phys, rel, pos = recs[0]
             where = "with no index entries at all" if lo is None else (
                 f"after the index's last entry ({hi})" if is_after else f"before the index's first entry ({lo})")

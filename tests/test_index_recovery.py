@@ -31,9 +31,9 @@ BASE_TS = 1_795_000_000_000
 
 
 def small_config(**overrides) -> StoreConfig:
-    """8 KiB commitlog files (7 of our messages), 60-entry index files (59 keys: 29 1/2 messages)."""
+    """8 KiB commitlog files (7 of our messages), 64-entry index files (63 keys: 31 1/2 messages)."""
     values = dict(mapped_file_size_commit_log=8192, mapped_file_size_consume_queue=20 * 64,
-                  max_hash_slot_num=16, max_index_num=60, flush_disk_type="SYNC_FLUSH",
+                  max_hash_slot_num=16, max_index_num=64, flush_disk_type="SYNC_FLUSH",
                   store_host="198.51.100.7:10911")
     values.update(overrides)
     return StoreConfig(**values)
@@ -75,7 +75,7 @@ def unfindable(store, keys: dict) -> list:
 def written_then_killed(tmp_path, count: int = 58, cfg=None):
     """A store with ``count`` keyed puts, killed (an image of it); its config and keys.
 
-    58 puts of two keys fill one index file (59 entries) and 57 entries of a second one,
+    58 puts of two keys fill one index file (63 entries) and 53 entries of a second one,
     which is newer than the index checkpoint; the checkpoint's commitlog file (3 s before
     the last put) holds the last 4 puts only.
     """
@@ -168,3 +168,66 @@ def test_verify_reports_dispatched_records_after_the_last_index_entry(tmp_path, 
     assert missing[0].severity == ("warning" if abort else "error")
     assert "after the index's last entry" in missing[0].message
     assert report.ok is abort
+
+
+# -- index files a kill left half-made ------------------------------------------------------------
+def _newest_index_name(root) -> str:
+    """A name after every index file of ``root`` (a later creation)."""
+    return str(int(sorted(os.listdir(os.path.join(root, "index")))[-1]) + 1)
+
+
+@pytest.mark.parametrize("abort", [True, False])
+def test_a_zero_byte_index_file_is_skipped_by_readers_and_removed_by_recovery(tmp_path, abort, capsys):
+    """A kill (or a full disk) between creating an index file and sizing it leaves 0 bytes:
+    readers skip it with a warning, a writable load deletes it."""
+    from rmqstore.cli import main as cli
+    from rmqstore.store import open_store
+
+    root, cfg, keys = written_then_killed(tmp_path)
+    if not abort:
+        store = MessageStore(root, cfg)
+        store.start()
+        store.shutdown()
+    empty = os.path.join(root, "index", _newest_index_name(root))
+    open(empty, "wb").close()
+    (topic, key), offset = next(iter(keys.items()))
+    ro = open_store(root)
+    try:
+        assert [m.physical_offset for m in ro.query_message(topic, key, 32, 0, 2 ** 62).messages] == [offset]
+    finally:
+        ro.close()
+    assert cli(["inspect", root]) == 0
+    assert cli(["msg", root, "--key", key, "--topic", topic]) == 0
+    report = verify(root)
+    assert report.ok, report.problems
+    assert [p.kind for p in report.warnings if p.path.endswith(os.path.basename(empty))] == ["file_size"]
+    capsys.readouterr()
+    store = MessageStore(root, cfg)
+    store.load()
+    try:
+        assert not os.path.exists(empty)
+        assert unfindable(store, keys) == []
+    finally:
+        store.close()
+
+
+def test_an_index_file_a_kill_left_without_its_header_continues_the_previous_one(tmp_path):
+    """A kill between sizing a new index file and writing its header leaves a full-size file of
+    zeros: begin offset 0.  Recovery must not fill it with entries of old records (an index file
+    beginning before the previous one ends); it continues the previous file."""
+    root, cfg, keys = written_then_killed(tmp_path)
+    names = sorted(os.listdir(os.path.join(root, "index")))
+    size = os.path.getsize(os.path.join(root, "index", names[-1]))
+    with open(os.path.join(root, "index", _newest_index_name(root)), "wb") as f:
+        f.truncate(size)
+    store = MessageStore(root, cfg)
+    store.load()
+    try:
+        assert unfindable(store, keys) == []
+        files = store.index_service.index_files
+        assert all(b.begin_phy_offset >= a.end_phy_offset for a, b in zip(files, files[1:])), \
+            [f.header() for f in files]
+    finally:
+        store.close()
+    report = verify(root, config=cfg)
+    assert report.ok, report.problems
