@@ -445,9 +445,13 @@ class _Verifier:
         self.max_store_ts = 0
         self.cq_horizon = -1
         self.index_range: tuple[int | None, int | None] = (None, None)
+        self.index_max_phy = -1  # the furthest record an index entry points at
         self.has_index = False  # an index/ directory exists: dispatched records with keys need entries
         self.unindexed: list[tuple[int, str, int]] = []  # (phys, rel, pos) dispatched, keyed, outside index_range
         self.interrupted_index: str | None = None  # the newest index file, short and all zeros (skipped)
+        #: end the walk at a record recovery rejects when nothing points at or past it (the whole-store
+        #: walk of :func:`verify`; the byte-range walks of rmqstore.spark.verify do not know every reference)
+        self.stop_at_recovered_end = False
         self.past_end: list[int] = []  # offsets past the end of the log that units/entries point at
         self.unclaimed_tail: int | None = None  # index in problems of an undecodable last record (no abort)
         self.abort = False
@@ -691,6 +695,7 @@ class _Verifier:
                 prev = ix
         self.report.index_files = len(self.index_files)
         self.index_range = self._index_range()
+        self.index_max_phy = max(self.idx_at, default=-1)
 
     def _check_index_file(self, ix: _IndexFile, size: int, slots: int, num: int) -> None:
         rel = ix.rel
@@ -846,6 +851,8 @@ class _Verifier:
             elif state[0] == "corrupt":
                 last_corrupt = state[1]
                 corrupt_tail = True
+            elif state[0] == "recovered_end":
+                ended = (f.rel, state[1], start + state[1])  # (files with data after it: a hole)
             self.tick(f.size)
         # after the last file
         for rel in pending_zero:
@@ -904,9 +911,35 @@ class _Verifier:
                 self.data_end = start + n
                 return ("blank",)
             phys = start + pos
+            if self.stop_at_recovered_end and self._recovery_ends_log_at(phys, f.rel, pos, rec):
+                self.data_end = phys
+                return ("recovered_end", pos)
             self._check_record(phys, f.rel, pos, rec, delay_levels)
             pos += rec.total_size
             self.data_end = phys + rec.total_size
+
+    def _recovery_ends_log_at(self, phys: int, rel: str, pos: int, rec) -> bool:
+        """A decodable record recovery rejects (body CRC, PHYSICALOFFSET) that nothing points at or past.
+
+        Recovery ends the log there (:func:`rmqstore.recovery.check_record`) and leaves the
+        bytes after it on disk, so after a power cut, a recovery and a clean shutdown such a
+        record -- and the records after it that a lost page did not reach -- lie after the end:
+        a warning, and not records a start would dispatch.  A unit or index entry at or past
+        it means the store used what follows: then it is damage (the record's own checks).
+        """
+        crc_ok = not rec.body or crc32(rec.body) == rec.body_crc
+        if crc_ok and rec.physical_offset == phys:
+            return False
+        if self.cq_horizon > phys or self.index_max_phy >= phys:
+            return False
+        why = "its body CRC does not match" if not crc_ok else \
+            f"it says it is at {rec.physical_offset} (PHYSICALOFFSET field)"
+        kind, state = ("torn_tail", "the abort file says the writer died: recovery will end the log here") \
+            if self.abort else ("garbage_after_end", "a recovery ended the log here (RocketMQ ignores and "
+                                "overwrites these bytes)")
+        self.add(kind, rel, pos, f"the record at physical offset {phys} fails recovery's check ({why}) and no "
+                 f"consume-queue unit or index entry points at or past it: the end of the log; {state}", WARNING)
+        return True
 
     def _check_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
         self.report.records += 1
@@ -962,12 +995,12 @@ class _Verifier:
                     self.add("index_entry", ix.rel, epos + 12, f"entry {n} says the record was stored {td} s after "
                              f"{ix.begin_ts}, but the record at {phys} ({rel}:{pos}) was stored at "
                              f"{store_ts}")
-        if not hashes or txn == TRANSACTION_ROLLBACK_TYPE or not self.has_index:
+        if not hashes or txn == TRANSACTION_ROLLBACK_TYPE:
             return
         lo, hi = self.index_range
-        in_range = lo is not None and lo <= phys < hi
-        if not in_range and phys >= self.cq_horizon:
-            return  # not dispatched yet: the next start indexes it (an "undispatched" warning)
+        in_range = bool(self.index_files) and lo is not None and lo <= phys < hi
+        if not in_range and not (self.has_index and phys < self.cq_horizon):
+            return  # not dispatched yet (the next start indexes it), or no index at all
         have = {h for _, _, h, _ in entries or ()}
         missing = [k for h, k in hashes.items() if h not in have]
         if not missing:
@@ -1316,6 +1349,7 @@ def verify(target, *, progress: Callable[[int, int], None] | None = None, config
     """
     root, sizes, problems = _prepare(target, config)
     v = _Verifier(root, sizes, progress, max_problems_per_kind)
+    v.stop_at_recovered_end = True
     v.report.problems.extend(problems)
     return v.run()
 
