@@ -169,6 +169,39 @@ class IndexFile:
         for n in range(1, min(self.index_count, self.index_num)):  # a damaged count cannot reach past the file
             yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
 
+    def truncate_entries(self, phy_offset: int, store_timestamp_at) -> int:
+        """Drop the entries for records at or after ``phy_offset`` (entries are in log order); how many.
+
+        Slots fall back along their chains to the newest entry that stays, the dropped
+        entries are zeroed, and the header ends at the last entry kept (its store time from
+        ``store_timestamp_at(offset)``: the entries keep whole seconds only).
+        """
+        entries = _HEADER.size + self.hash_slot_num * 4
+        count = min(self.index_count, self.index_num)
+        keep = count
+        while keep > 1 and _ENTRY.unpack_from(self.buf, entries + (keep - 1) * INDEX_ENTRY.size)[1] >= phy_offset:
+            keep -= 1
+        if keep == count:
+            return 0
+        used = 0
+        for slot in range(self.hash_slot_num):
+            pos = _HEADER.size + slot * 4
+            v = _I32.unpack_from(self.buf, pos)[0]
+            while v >= keep:  # (a chain links to older entries only)
+                v = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
+            _I32.pack_into(self.buf, pos, max(v, 0))
+            used += v > 0
+        self.buf[entries + keep * INDEX_ENTRY.size:entries + count * INDEX_ENTRY.size] = \
+            bytes((count - keep) * INDEX_ENTRY.size)
+        self.index_count, self.hash_slot_count = keep, used
+        if keep > 1:
+            self.end_phy_offset = _ENTRY.unpack_from(self.buf, entries + (keep - 1) * INDEX_ENTRY.size)[1]
+            self.end_timestamp = store_timestamp_at(self.end_phy_offset)
+        _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+        self.flush()
+        return count - keep
+
     def flush(self) -> None:
         if not self.mapped_file.read_only:
             self.buf.flush()
@@ -245,7 +278,8 @@ class IndexService:
                     f.end_timestamp > self.checkpoint.index_msg_timestamp and not self.read_only:
                 f.destroy()  # may hold entries for records recovery will drop
                 continue
-            self._continue_previous(f)
+            if self.index_files:
+                self._continue_previous(f, self.index_files[-1])
             self.index_files.append(f)
         return True
 
@@ -271,16 +305,22 @@ class IndexService:
             os.remove(path)
         return True
 
-    def _continue_previous(self, f: IndexFile) -> None:
-        """A file with no entry whose header was never written (a kill right after sizing it)
-        gets the header its creation would have written: it continues the previous file.
-        Otherwise dispatch would fill it from offset 0 on, before the previous file's end."""
-        prev = self.index_files[-1] if self.index_files else None
-        if self.read_only or prev is None or f.has_entries() or f.end_phy_offset >= prev.end_phy_offset:
+    def _continue_previous(self, f: IndexFile, prev: IndexFile) -> None:
+        """A file with no entry begins where ``prev`` ends: the header its creation writes.
+
+        Two states break that: a kill right after sizing a new file leaves a header of zeros
+        (dispatch would then fill it from offset 0 on, before the previous file's end), and
+        cutting entries off ``prev`` (:meth:`delete_files_after`) leaves the file beginning
+        after them (dispatch would skip the records in between).
+        """
+        if self.read_only or f.has_entries() or f.end_phy_offset == prev.end_phy_offset:
             return
-        log.warning("%s has no entry and begins at %d, before the previous index file ends (%d): continuing it",
+        log.warning("%s has no entry and begins at %d, but the previous index file ends at %d: continuing it",
                     f.path, f.begin_phy_offset, prev.end_phy_offset)
-        f.start_at(prev.end_phy_offset, prev.end_timestamp)
+        f._set("begin_phy_offset", prev.end_phy_offset)
+        f._set("end_phy_offset", prev.end_phy_offset)
+        f._set("begin_timestamp", prev.end_timestamp)
+        f._set("end_timestamp", prev.end_timestamp)
 
     def indexed_up_to(self) -> int:
         """The offset from which records may lack entries: the last file's end offset (0: no file).
@@ -365,8 +405,15 @@ class IndexService:
                 break
         return out, last_ts, last_phy
 
-    def delete_files_after(self, phy_offset: int) -> None:
-        """Drop index files whose entries start at or after ``phy_offset`` (after truncation)."""
+    def delete_files_after(self, phy_offset: int, store_timestamp_at=None) -> None:
+        """Drop index files whose entries start at or after ``phy_offset`` (after truncation).
+
+        With ``store_timestamp_at`` (the store time of the record at an offset below
+        ``phy_offset``), the entries at or after it in the files that stay are dropped too
+        (:meth:`IndexFile.truncate_entries`): after a power cut the index can hold entries
+        for records the commitlog lost, and a later record stored at such an offset would
+        come back for a key it does not have.
+        """
         with self._lock:
             keep = []
             for f in self.index_files:
@@ -375,6 +422,16 @@ class IndexService:
                 else:
                     keep.append(f)
             self.index_files = keep
+            if self.read_only or store_timestamp_at is None:
+                return
+            for prev, f in zip([None, *keep], keep):
+                if f.end_phy_offset >= phy_offset and f.index_count > 1:
+                    dropped = f.truncate_entries(phy_offset, store_timestamp_at)
+                    if dropped:
+                        log.warning("%s: dropped %d entries for records at or after %d, the end of the log",
+                                    f.path, dropped, phy_offset)
+                elif prev is not None:
+                    self._continue_previous(f, prev)
 
     def flush(self) -> None:
         with self._lock:

@@ -105,10 +105,10 @@ Bytes of the commitlog after the end stay on disk, as in RocketMQ: only position
 and later appends overwrite them.  That keeps a damaged log salvageable by hand (the
 records after a flipped bit are still there), at a price RocketMQ pays too: should a new
 record end exactly where an old valid record begins, and the writer die right then, the
-next abnormal recovery walks on into the old records and dispatches them again.  Index
-entries past the end inside a file that also holds earlier entries stay as well, and a
-record that the index already passed (below its newest file's end offset) is not indexed
-again -- RocketMQ's rules.
+next abnormal recovery walks on into the old records and dispatches them again.  A record
+that the index already passed (below its newest file's end offset) is not indexed again --
+RocketMQ's rule.  (Index entries past the end are *not* left alone, unlike RocketMQ: see
+``DIFFERENCES["index_after_end"]``.)
 
 Where we knowingly differ from RocketMQ 4.9.8
 --------------------------------------------
@@ -117,9 +117,11 @@ offset is not where it lies (our put path copies a record before it patches the 
 in, so a kill in between leaves a body-CRC-valid record with offset 0); a V2 record
 (RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
 are zeroed instead of left behind (RocketMQ can read them back in after a later clean
-restart); index files that start at or after the end are deleted; and segment files
+restart); index files that start at or after the end are deleted and entries past it dropped; and segment files
 that a kill left at the wrong size *and empty* (an interrupted pre-allocation) are
-removed after an abnormal stop instead of making the store refuse to load.
+removed after an abnormal stop instead of making the store refuse to load; after an
+abnormal stop the records between the index's last surviving entry and the walk's start
+are indexed again.
 """
 
 from __future__ import annotations
@@ -167,8 +169,10 @@ DIFFERENCES = {
                       "clean restart reads them back in (as long as they point below the end of the log "
                       "by then) -- units of the wrong messages.",
     "index_after_end": "After the log is cut, index files whose first entry lies at or after the end are "
-                       "deleted (IndexService.delete_files_after). RocketMQ keeps them. Entries past the end "
-                       "inside a file that also holds earlier entries stay, as in RocketMQ.",
+                       "deleted (IndexService.delete_files_after), and entries at or after the end inside a "
+                       "file that also holds earlier entries are dropped (its slots fall back along their "
+                       "chains, the entries are zeroed). RocketMQ keeps both: after a power cut a key lookup "
+                       "can then return whatever later record is stored at such an offset.",
     "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file whose size is "
                               "wrong and whose bytes are all zero (a kill between creating and sizing it) is "
                               "deleted before loading; so is such an index file on every writable load, and "
@@ -395,7 +399,14 @@ def _cut(store, end: int, max_phy_offset_of_consume_queue: int) -> None:
                 max_phy_offset_of_consume_queue, end)
         truncate_dirty_logic_files(store, end)
     if not store.read_only and store.config.message_index_enable:
-        store.index_service.delete_files_after(end)
+        store.index_service.delete_files_after(end, lambda offset: _store_timestamp_at(store, offset))
+
+
+def _store_timestamp_at(store, offset: int) -> int:
+    """The store time of the (valid) record at ``offset``, below the end of the log."""
+    files = store.commit_log.mapped_file_queue.mapped_files
+    mf = files[_file_holding(files, offset)]
+    return decode_record(mf.mapped, offset - mf.file_from_offset, limit=mf.file_size).store_timestamp
 
 
 # -- the consume queues ------------------------------------------------------------------

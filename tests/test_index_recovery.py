@@ -231,3 +231,41 @@ def test_an_index_file_a_kill_left_without_its_header_continues_the_previous_one
         store.close()
     report = verify(root, config=cfg)
     assert report.ok, report.problems
+
+
+def test_a_power_cut_leaves_no_index_entry_past_the_end(tmp_path):
+    """The commitlog lost its last pages, the full (flushed, checkpointed) index file did not: its
+    entries for the lost records must go, or a key lookup answers with whatever record a later put
+    stores at that offset."""
+    from rmqstore.index import IndexFile
+
+    root, cfg, keys = written_then_killed(tmp_path)
+    first = sorted(os.listdir(os.path.join(root, "index")))[0]
+    ix = IndexFile(os.path.join(root, "index", first), cfg.max_hash_slot_num, cfg.max_index_num, read_only=True)
+    cut_at = sorted({o for o in keys.values() if ix.begin_phy_offset < o < ix.end_phy_offset})[-3]
+    ix.shutdown()
+    seg = cfg.mapped_file_size_commit_log
+    for name in sorted(os.listdir(os.path.join(root, "commitlog"))):  # every page from cut_at on is lost
+        start = int(name)
+        if start + seg > cut_at:
+            with open(os.path.join(root, "commitlog", name), "r+b") as f:
+                f.seek(max(cut_at - start, 0))
+                f.write(bytes(seg - max(cut_at - start, 0)))
+    clock_now = [BASE_TS + 10_000_000]
+    store = MessageStore(root, cfg, clock=lambda: clock_now[0])
+    store.start()
+    try:
+        assert store.get_max_phy_offset() == cut_at
+        kept = {k: o for k, o in keys.items() if o < cut_at}
+        assert unfindable(store, kept) == []
+        past = [(f.file_name, phy) for f in store.index_service.index_files for _, _, phy, _, _ in f.entries()
+                if phy >= cut_at]
+        assert past == []
+        kept.update(put_keyed(store, clock_now, 5, first=1000))  # new records where the lost ones were
+        assert unfindable(store, kept) == []
+        lost = [(t, k) for (t, k), o in keys.items() if o >= cut_at]
+        assert all(store.query_message(t, k, 32, 0, 2 ** 62).messages == [] for t, k in lost)
+    finally:
+        store.shutdown()
+    report = verify(root, config=cfg)
+    assert report.ok, [str(p) for p in report.errors]
