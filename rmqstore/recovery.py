@@ -76,14 +76,14 @@ the first.  Validate forward as above, and hand **every** valid record to dispat
 again.  That is idempotent: a consume queue skips a record that ends at or before the
 last message it holds, and the index skips a record below its newest file's end
 offset.  Then cut the commitlog and the consume queues at the end as in normal
-recovery.
+recovery.  A start file whose first record is already invalid cuts the whole log back
+to that file's start, and the queues with it.
 
 Before the walk, with the index enabled, the records from the last entry of the index
 files that survived the load up to the walk's start file are handed to the index alone
 (:func:`reindex_before`): the deleted files held their keys, and the walk -- which starts
 3 s before the last flush -- would not come back for them.  RocketMQ 4.9.8 skips this step
-(unless ``messageIndexSafe`` moves its whole walk back) and loses those keys.  A start file whose first record is already invalid cuts the whole log back
-to that file's start, and the queues with it.
+(unless ``messageIndexSafe`` moves its whole walk back) and loses those keys.
 
 No commitlog files at all: both recoveries set the marks to 0 and delete every consume
 queue (RocketMQ's ``destroyLogics``).
@@ -117,11 +117,11 @@ offset is not where it lies (our put path copies a record before it patches the 
 in, so a kill in between leaves a body-CRC-valid record with offset 0); a V2 record
 (RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
 are zeroed instead of left behind (RocketMQ can read them back in after a later clean
-restart); index files that start at or after the end are deleted and entries past it dropped; and segment files
-that a kill left at the wrong size *and empty* (an interrupted pre-allocation) are
-removed after an abnormal stop instead of making the store refuse to load; after an
-abnormal stop the records between the index's last surviving entry and the walk's start
-are indexed again.
+restart); index files that start at or after the end are deleted, and entries past it
+dropped from the others; segment files that a kill left at the wrong size *and empty*
+(an interrupted pre-allocation) are removed after an abnormal stop instead of making the
+store refuse to load; and after an abnormal stop the records between the index's last
+surviving entry and the walk's start are indexed again.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
 
 The store uses SYNC_FLUSH (``--flush ASYNC_FLUSH`` to put without waiting, ``--flush
 TRANSIENT_STORE_POOL`` to put through the transient store pool) and tiny files (64 KiB
-commitlog segments, 1 KiB consume-queue files, 60-entry index files) so that rollovers of every kind happen every few dozen puts.
+commitlog segments, 1 KiB consume-queue files, 60-entry index files) so that rollovers
+of every kind happen every few dozen puts.
 Opening it runs recovery -- abnormal when the previous writer was killed.
 
 Every put that returns PUT_OK is printed on its own line and flushed at once, so a line
