@@ -19,6 +19,12 @@ Keys: ``topic#UNIQ_KEY`` and ``topic#k`` for each space-separated token k of KEY
 hash is ``abs(javaHashCode(key))`` (0 if that overflows).  Rolled-back transaction
 messages are not indexed; records below a file's end offset are skipped (idempotent
 re-dispatch).
+
+After a crash (``IndexService.load``, ``delete_files_after``): a short file of zeros (a
+kill or a full disk between creating and sizing it) is deleted by a writable load and
+skipped with a warning by a read-only one; a file with no entry continues the previous
+file (a kill can leave its header unwritten); entries for records past the end of the
+log are dropped (a power cut can lose commitlog pages the index file kept).
 """
 
 from __future__ import annotations
@@ -94,6 +100,13 @@ class IndexFile:
 
     def has_entries(self) -> bool:
         return self.index_count > 1 or self.hash_slot_count > 0
+
+    def continue_after(self, prev: "IndexFile") -> None:
+        """Begin and end (no entry yet) where ``prev`` ends: the header a new file gets."""
+        for field in ("begin_phy_offset", "end_phy_offset"):
+            self._set(field, prev.end_phy_offset)
+        for field in ("begin_timestamp", "end_timestamp"):
+            self._set(field, prev.end_timestamp)
 
     @property
     def file_name(self) -> str:
@@ -187,8 +200,9 @@ class IndexFile:
         for slot in range(self.hash_slot_num):
             pos = _HEADER.size + slot * 4
             v = _I32.unpack_from(self.buf, pos)[0]
-            while v >= keep:  # (a chain links to older entries only)
-                v = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
+            while v >= keep:
+                link = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
+                v = link if link < v else 0  # a chain links to older entries (a link forward: damage)
             _I32.pack_into(self.buf, pos, max(v, 0))
             used += v > 0
         self.buf[entries + keep * INDEX_ENTRY.size:entries + count * INDEX_ENTRY.size] = \
@@ -317,10 +331,7 @@ class IndexService:
             return
         log.warning("%s has no entry and begins at %d, but the previous index file ends at %d: continuing it",
                     f.path, f.begin_phy_offset, prev.end_phy_offset)
-        f._set("begin_phy_offset", prev.end_phy_offset)
-        f._set("end_phy_offset", prev.end_phy_offset)
-        f._set("begin_timestamp", prev.end_timestamp)
-        f._set("end_timestamp", prev.end_timestamp)
+        f.continue_after(prev)
 
     def indexed_up_to(self) -> int:
         """The offset from which records may lack entries: the last file's end offset (0: no file).
