@@ -306,7 +306,7 @@ class IndexService:
         from .recovery import file_is_all_zero
 
         size = os.path.getsize(path)
-        if not file_is_all_zero(path):
+        if not os.path.isfile(path) or not file_is_all_zero(path):
             if self.read_only:
                 log.warning("skipping %s: %d bytes, an index file of this store is %d", path, size, expected)
                 return True
