@@ -51,7 +51,11 @@ index (``index/<yyyyMMddHHmmssSSS>``)
       to the entry's hash, and whose store time matches the entry's time difference;
       entries are in log order and files follow each other;
     * the other way round: every indexable record between the first file's begin offset
-      and the last file's end offset has an entry for each of its keys.
+      and the last file's end offset has an entry for each of its keys, and so does every
+      one below the dispatch horizon (dispatch indexes a record with its unit): keyed
+      records outside every index file are reported once per stretch -- what a crash
+      recovery that drops the newest index files (RocketMQ's) leaves unfindable by key;
+    * the newest index file short and all zeros is an interrupted creation (a warning).
 
 other files
     ``checkpoint`` must be the 4096-byte file whose first 24 bytes hold three timestamps;
@@ -69,6 +73,10 @@ end of the log (left by a torn write or by RocketMQ's own truncation), a last re
 that does not decode when the abort file says the writer died (a torn tail: recovery cuts
 it off), and one that does not decode after a clean shutdown while no unit or index entry
 points at or past it (the rest of a torn write a recovery cut off, after a shorter put).
+A record that decodes but fails recovery's check (body CRC, PHYSICALOFFSET) while nothing
+points at or past it is where recovery ends the log: the walk stops there with a warning
+(what a power cut leaves after a recovery and a clean shutdown), and the records after it
+are not "undispatched" -- no start dispatches them.
 A first commitlog file that does not start at 0 is indistinguishable from expired files
 and only noted.
 
