@@ -100,7 +100,10 @@ def unfindable_keys(store, records: dict, lines, seed: int) -> list[str]:
         key = expected_records(seed, int(rnd), int(i))[int(j)][3].split()[0]
         found = store.query_message(topic, key, 32, rec.store_timestamp - 2000, rec.store_timestamp + 2000)
         if rec.physical_offset not in [m.physical_offset for m in found.messages]:
-            out.append(line)
+            # the same query without a time window tells a lost entry from a time-window miss
+            anytime = store.query_message(topic, key, 32, 0, 2 ** 62).messages
+            out.append(f"{line} (stored {rec.store_timestamp}; without a time window: "
+                       f"{[m.physical_offset for m in anytime]})")
     return out
 
 
@@ -139,7 +142,9 @@ def crash_loop(root, seed: int, rounds: int, clean_every: int = 5, flush: str = 
             records = check_store(store)
             stats["acked"] = check_acked(records, acked_lines, seed)
             stats["kept_unacked"] = len(records) - stats["acked"]  # written, killed before the answer
-            assert unfindable_keys(store, records, acked_lines, seed) == [], f"round {round_no}: keys not found"
+            lost = unfindable_keys(store, records, acked_lines, seed)
+            assert lost == [], (f"round {round_no}: keys not found: {lost[:5]}; index files (last 3): "
+                                f"{[f.header() for f in store.index_service.index_files[-3:]]}")
             report = verify(store)
             assert report.ok, f"round {round_no}: {[str(p) for p in report.errors][:5]}"
         except BaseException:
