@@ -128,7 +128,10 @@ class IndexFile:
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
-        if self.begin_timestamp <= 0:
+        if self.begin_timestamp <= 0 or self.index_count <= 1:
+            # the first entry becomes the file's begin (below): its difference is 0.  RocketMQ counts
+            # it from the begin a new file inherits (the previous file's end), so a first key put
+            # long after that carries a time seconds off and a lookup by time range misses it
             time_diff = 0
         else:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \

@@ -187,6 +187,11 @@ DIFFERENCES = {
                          "the index files newer than the index checkpoint and re-dispatches only from the "
                          "checkpoint's commitlog file (3 s before the last flush; messageIndexSafe off, its "
                          "default), so the keys of the records in between are lost for good.",
+    "index_first_entry_time": "The first entry of an index file gets time difference 0 (the file's begin time "
+                              "becomes that entry's store time). RocketMQ counts it from the begin time a new "
+                              "file inherits (the previous file's end), so a key put long after the file was "
+                              "opened -- the first put after a restart -- carries a time seconds off and a "
+                              "lookup by time range misses it.",
     "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
                   "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
 }

@@ -269,3 +269,27 @@ def test_a_power_cut_leaves_no_index_entry_past_the_end(tmp_path):
         store.shutdown()
     report = verify(root, config=cfg)
     assert report.ok, [str(p) for p in report.errors]
+
+
+def test_the_first_entry_of_an_index_file_is_found_in_its_own_second(tmp_path):
+    """An index file begins at the previous file's end time and takes the first entry's time as its
+    begin; the first entry's time difference must be counted from that, not from the old begin
+    (RocketMQ's order), or a key put long after the file was created is found only without a time
+    range (the first put after a restart, or after a pause in keyed puts)."""
+    cfg = small_config()
+    clock_now = [BASE_TS]
+    with MessageStore(tmp_path / "store", cfg, clock=lambda: clock_now[0]) as store:
+        put_keyed(store, clock_now, 31)  # 62 keys
+        for props in ("KEYS\x01single", ""):  # the 63rd fills the first file; a keyless put opens the next
+            clock_now[0] += 1000
+            assert store.put_message(Message("KeyA", b"x", queue_id=0, properties=props,
+                                             born_host="192.0.2.60:46000")).ok
+        assert store.wait_dispatched()
+        assert [f.index_count for f in store.index_service.index_files] == [64, 1]
+        clock_now[0] += 60_000
+        keys = put_keyed(store, clock_now, 1, first=100)
+        assert len(store.index_service.index_files) == 2
+        for (topic, key), offset in keys.items():
+            ts = store.look_message_by_offset(offset).store_timestamp
+            found = store.query_message(topic, key, 32, ts - 1000, ts + 1000).messages
+            assert [m.physical_offset for m in found] == [offset], (key, store.index_service.index_files[-1].header())
