@@ -199,15 +199,7 @@ class IndexFile:
             keep -= 1
         if keep == count:
             return 0
-        used = 0
-        for slot in range(self.hash_slot_num):
-            pos = _HEADER.size + slot * 4
-            v = _I32.unpack_from(self.buf, pos)[0]
-            while v >= keep:
-                link = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
-                v = link if link < v else 0  # a chain links to older entries (a link forward: damage)
-            _I32.pack_into(self.buf, pos, max(v, 0))
-            used += v > 0
+        used = self._fall_back_slots(keep)
         self.buf[entries + keep * INDEX_ENTRY.size:entries + count * INDEX_ENTRY.size] = \
             bytes((count - keep) * INDEX_ENTRY.size)
         self.index_count, self.hash_slot_count = keep, used
@@ -218,6 +210,35 @@ class IndexFile:
                           self.end_phy_offset, self.hash_slot_count, self.index_count)
         self.flush()
         return count - keep
+
+    def _fall_back_slots(self, keep: int) -> int:
+        """Point every slot at its newest entry below ``keep``, along its chain; the slots in use."""
+        import array
+
+        slots = array.array("i", bytes(self.buf[_HEADER.size:_HEADER.size + 4 * self.hash_slot_num]))
+        if slots.itemsize != 4:  # pragma: no cover (every platform Python runs on has 4-byte ints)
+            raise StoreError("4-byte ints needed")
+        slots.byteswap()  # (big-endian on disk)
+        entries = _HEADER.size + self.hash_slot_num * 4
+        self.slots_changed = [n for n, v in enumerate(slots) if v >= keep]
+        for slot in self.slots_changed:
+            v = slots[slot]
+            while v >= keep:
+                link = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
+                v = link if link < v else 0  # a chain links to older entries (a link forward: damage)
+            _I32.pack_into(self.buf, _HEADER.size + slot * 4, max(v, 0))
+            slots[slot] = max(v, 0)
+        return sum(1 for v in slots if v > 0)
+
+    def repair_torn_put(self) -> bool:
+        """A kill inside :meth:`put_key` after the slot was written and before the header: the slot
+        points at the entry the header does not count (the next put overwrites it with another key).
+        The slot goes back to the entry before it in its chain.  True when something was repaired."""
+        used = self._fall_back_slots(min(self.index_count, self.index_num))
+        if not self.slots_changed:
+            return False
+        self._set("hash_slot_count", used)
+        return True
 
     def flush(self) -> None:
         if not self.mapped_file.read_only:
@@ -298,6 +319,9 @@ class IndexService:
             if self.index_files:
                 self._continue_previous(f, self.index_files[-1])
             self.index_files.append(f)
+        if not last_exit_ok and not self.read_only and self.index_files and self.index_files[-1].repair_torn_put():
+            log.warning("%s: a slot pointed at an entry the header does not count (a put a crash "
+                        "interrupted): set back along its chain", self.index_files[-1].path)
         return True
 
     def _skip_misfit(self, path: str, expected: int) -> bool:
