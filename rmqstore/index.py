@@ -19,6 +19,12 @@ Keys: ``topic#UNIQ_KEY`` and ``topic#k`` for each space-separated token k of KEY
 hash is ``abs(javaHashCode(key))`` (0 if that overflows).  Rolled-back transaction
 messages are not indexed; records below a file's end offset are skipped (idempotent
 re-dispatch).
+
+After a crash (``IndexService.load``, ``delete_files_after``): a short file of zeros (a
+kill or a full disk between creating and sizing it) is deleted by a writable load and
+skipped with a warning by a read-only one; a file with no entry continues the previous
+file (a kill can leave its header unwritten); entries for records past the end of the
+log are dropped (a power cut can lose commitlog pages the index file kept).
 """
 
 from __future__ import annotations
@@ -83,12 +89,26 @@ class IndexFile:
         self.hash_slot_count = h.hash_slot_count
         self.index_count = h.index_count if h.index_count > 0 else 1
         if not read_only:
-            if end_phy_offset > 0:
-                self._set("begin_phy_offset", end_phy_offset)
-                self._set("end_phy_offset", end_phy_offset)
-            if end_timestamp > 0:
-                self._set("begin_timestamp", end_timestamp)
-                self._set("end_timestamp", end_timestamp)
+            self.start_at(end_phy_offset, end_timestamp)
+
+    def start_at(self, end_phy_offset: int, end_timestamp: int) -> None:
+        """A new file's header: it begins (and, with no entry yet, ends) where the previous file ended."""
+        if end_phy_offset > 0:
+            self._set("begin_phy_offset", end_phy_offset)
+            self._set("end_phy_offset", end_phy_offset)
+        if end_timestamp > 0:
+            self._set("begin_timestamp", end_timestamp)
+            self._set("end_timestamp", end_timestamp)
+
+    def has_entries(self) -> bool:
+        return self.index_count > 1 or self.hash_slot_count > 0
+
+    def continue_after(self, prev: "IndexFile") -> None:
+        """Begin and end (no entry yet) where ``prev`` ends: the header a new file gets."""
+        for field in ("begin_phy_offset", "end_phy_offset"):
+            self._set(field, prev.end_phy_offset)
+        for field in ("begin_timestamp", "end_timestamp"):
+            self._set(field, prev.end_timestamp)
 
     @property
     def file_name(self) -> str:
@@ -113,7 +133,10 @@ class IndexFile:
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
-        if self.begin_timestamp <= 0:
+        if self.begin_timestamp <= 0 or self.index_count <= 1:
+            # the first entry becomes the file's begin (below): its difference is 0.  RocketMQ counts
+            # it from the begin a new file inherits (the previous file's end), so a first key put
+            # long after that carries a time seconds off and a lookup by time range misses it
             time_diff = 0
         else:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
@@ -165,6 +188,61 @@ class IndexFile:
         base = _HEADER.size + self.hash_slot_num * 4
         for n in range(1, min(self.index_count, self.index_num)):  # a damaged count cannot reach past the file
             yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
+
+    def truncate_entries(self, phy_offset: int, store_timestamp_at) -> int:
+        """Drop the entries for records at or after ``phy_offset`` (entries are in log order); how many.
+
+        Slots fall back along their chains to the newest entry that stays, the dropped
+        entries are zeroed, and the header ends at the last entry kept (its store time from
+        ``store_timestamp_at(offset)``: the entries keep whole seconds only).
+        """
+        entries = _HEADER.size + self.hash_slot_num * 4
+        count = min(self.index_count, self.index_num)
+        keep = count
+        while keep > 1 and _ENTRY.unpack_from(self.buf, entries + (keep - 1) * INDEX_ENTRY.size)[1] >= phy_offset:
+            keep -= 1
+        if keep == count:
+            return 0
+        used = self._fall_back_slots(keep)
+        self.buf[entries + keep * INDEX_ENTRY.size:entries + count * INDEX_ENTRY.size] = \
+            bytes((count - keep) * INDEX_ENTRY.size)
+        self.index_count, self.hash_slot_count = keep, used
+        if keep > 1:
+            self.end_phy_offset = _ENTRY.unpack_from(self.buf, entries + (keep - 1) * INDEX_ENTRY.size)[1]
+            self.end_timestamp = store_timestamp_at(self.end_phy_offset)
+        _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+        self.flush()
+        return count - keep
+
+    def _fall_back_slots(self, keep: int) -> int:
+        """Point every slot at its newest entry below ``keep``, along its chain; the slots in use."""
+        import array
+
+        slots = array.array("i", bytes(self.buf[_HEADER.size:_HEADER.size + 4 * self.hash_slot_num]))
+        if slots.itemsize != 4:  # pragma: no cover (every platform Python runs on has 4-byte ints)
+            raise StoreError("4-byte ints needed")
+        slots.byteswap()  # (big-endian on disk)
+        entries = _HEADER.size + self.hash_slot_num * 4
+        self.slots_changed = [n for n, v in enumerate(slots) if v >= keep]
+        for slot in self.slots_changed:
+            v = slots[slot]
+            while v >= keep:
+                link = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
+                v = link if link < v else 0  # a chain links to older entries (a link forward: damage)
+            _I32.pack_into(self.buf, _HEADER.size + slot * 4, max(v, 0))
+            slots[slot] = max(v, 0)
+        return sum(1 for v in slots if v > 0)
+
+    def repair_torn_put(self) -> bool:
+        """A kill inside :meth:`put_key` after the slot was written and before the header: the slot
+        points at the entry the header does not count (the next put overwrites it with another key).
+        The slot goes back to the entry before it in its chain.  True when something was repaired."""
+        used = self._fall_back_slots(min(self.index_count, self.index_num))
+        if not self.slots_changed:
+            return False
+        self._set("hash_slot_count", used)
+        return True
 
     def flush(self) -> None:
         if not self.mapped_file.read_only:
@@ -285,21 +363,74 @@ class IndexService:
 
     def load(self, last_exit_ok: bool = True) -> bool:
         expected = index_file_size(self.hash_slot_num, self.index_num)
-        listing = list_store_files(self.store_path, "index").check()
+        listing = list_store_files(self.store_path, "index")
         for stray in listing.strays:
             log.warning("%s: %s", stray.path, stray.why)
+        for bad in listing.unusable:  # a directory, a dangling link ... where an index file belongs
+            if not self.read_only:
+                raise bad.error()
+            log.warning("skipping %s: %s", bad.path, bad.why)
         for entry in listing.files:
             path = entry.path
-            if entry.size != expected:
-                raise StoreError(f"{path} is {entry.size} bytes; with {self.hash_slot_num} slots and "
-                                 f"{self.index_num} entries an index file is {expected} bytes")
+            if entry.size != expected and self._skip_misfit(path, expected):
+                continue
             f = IndexFile(path, self.hash_slot_num, self.index_num, read_only=self.read_only)
             if not last_exit_ok and self.checkpoint is not None and \
                     f.end_timestamp > self.checkpoint.index_msg_timestamp and not self.read_only:
                 f.destroy()  # may hold entries for records recovery will drop
                 continue
+            if self.index_files:
+                self._continue_previous(f, self.index_files[-1])
             self.index_files.append(f)
+        if not last_exit_ok and not self.read_only and self.index_files and self.index_files[-1].repair_torn_put():
+            log.warning("%s: a slot pointed at an entry the header does not count (a put a crash "
+                        "interrupted): set back along its chain", self.index_files[-1].path)
         return True
+
+    def _skip_misfit(self, path: str, expected: int) -> bool:
+        """An index file of the wrong size: skipped (read-only) or deleted (empty), else refused.
+
+        A kill or a full disk between creating an index file and sizing it leaves a short
+        file of zeros; it holds no entry.  RocketMQ refuses to load such a store.
+        """
+        from .recovery import file_is_all_zero
+
+        size = os.path.getsize(path)
+        if not os.path.isfile(path) or not file_is_all_zero(path):
+            if self.read_only:
+                log.warning("skipping %s: %d bytes, an index file of this store is %d", path, size, expected)
+                return True
+            raise StoreError(f"{path} is {size} bytes; with {self.hash_slot_num} slots and "
+                             f"{self.index_num} entries an index file is {expected} bytes")
+        if self.read_only:
+            log.warning("skipping %s: %d bytes of zeros, an index file whose creation was interrupted", path, size)
+        else:
+            log.warning("deleting %s: %d bytes of zeros, an index file whose creation was interrupted", path, size)
+            os.remove(path)
+        return True
+
+    def _continue_previous(self, f: IndexFile, prev: IndexFile) -> None:
+        """A file with no entry begins where ``prev`` ends: the header its creation writes.
+
+        Two states break that: a kill right after sizing a new file leaves a header of zeros
+        (dispatch would then fill it from offset 0 on, before the previous file's end), and
+        cutting entries off ``prev`` (:meth:`delete_files_after`) leaves the file beginning
+        after them (dispatch would skip the records in between).
+        """
+        if self.read_only or f.has_entries() or f.end_phy_offset == prev.end_phy_offset:
+            return
+        log.warning("%s has no entry and begins at %d, but the previous index file ends at %d: continuing it",
+                    f.path, f.begin_phy_offset, prev.end_phy_offset)
+        f.continue_after(prev)
+
+    def indexed_up_to(self) -> int:
+        """The offset from which records may lack entries: the last file's end offset (0: no file).
+
+        Records below it are skipped by :meth:`build_index`; the record at it may have keys
+        in a later file that is gone, and is indexed again.
+        """
+        with self._lock:
+            return self.index_files[-1].end_phy_offset if self.index_files else 0
 
     def _create_file(self) -> IndexFile | None:
         prev = self.index_files[-1] if self.index_files else None
@@ -375,8 +506,15 @@ class IndexService:
                 break
         return out, last_ts, last_phy
 
-    def delete_files_after(self, phy_offset: int) -> None:
-        """Drop index files whose entries start at or after ``phy_offset`` (after truncation)."""
+    def delete_files_after(self, phy_offset: int, store_timestamp_at=None) -> None:
+        """Drop index files whose entries start at or after ``phy_offset`` (after truncation).
+
+        With ``store_timestamp_at`` (the store time of the record at an offset below
+        ``phy_offset``), the entries at or after it in the files that stay are dropped too
+        (:meth:`IndexFile.truncate_entries`): after a power cut the index can hold entries
+        for records the commitlog lost, and a later record stored at such an offset would
+        come back for a key it does not have.
+        """
         with self._lock:
             keep = []
             for f in self.index_files:
@@ -385,6 +523,16 @@ class IndexService:
                 else:
                     keep.append(f)
             self.index_files = keep
+            if self.read_only or store_timestamp_at is None:
+                return
+            for prev, f in zip([None, *keep], keep):
+                if f.end_phy_offset >= phy_offset and f.index_count > 1:
+                    dropped = f.truncate_entries(phy_offset, store_timestamp_at)
+                    if dropped:
+                        log.warning("%s: dropped %d entries for records at or after %d, the end of the log",
+                                    f.path, dropped, phy_offset)
+                elif prev is not None:
+                    self._continue_previous(f, prev)
 
     def flush(self) -> None:
         with self._lock:

@@ -39,7 +39,7 @@ The order of ``load()``
    dispatched consume-queue unit, last full index file);
 4. load the index files; after an abnormal stop every index file whose end timestamp is
    newer than the checkpoint's index timestamp is deleted -- it may hold entries for
-   records the log is about to lose, and dispatch will rebuild it;
+   records the log is about to lose, and recovery rebuilds it (below);
 5. recover every consume queue: from its third-last file, find the last valid unit
    (``offset >= 0 and size > 0``) and cut after it.  The largest "end of the last
    message" over all queues is remembered;
@@ -79,6 +79,12 @@ offset.  Then cut the commitlog and the consume queues at the end as in normal
 recovery.  A start file whose first record is already invalid cuts the whole log back
 to that file's start, and the queues with it.
 
+Before the walk, with the index enabled, the records from the last entry of the index
+files that survived the load up to the walk's start file are handed to the index alone
+(:func:`reindex_before`): the deleted files held their keys, and the walk -- which starts
+3 s before the last flush -- would not come back for them.  RocketMQ 4.9.8 skips this step
+(unless ``messageIndexSafe`` moves its whole walk back) and loses those keys.
+
 No commitlog files at all: both recoveries set the marks to 0 and delete every consume
 queue (RocketMQ's ``destroyLogics``).
 
@@ -99,10 +105,10 @@ Bytes of the commitlog after the end stay on disk, as in RocketMQ: only position
 and later appends overwrite them.  That keeps a damaged log salvageable by hand (the
 records after a flipped bit are still there), at a price RocketMQ pays too: should a new
 record end exactly where an old valid record begins, and the writer die right then, the
-next abnormal recovery walks on into the old records and dispatches them again.  Index
-entries past the end inside a file that also holds earlier entries stay as well, and a
-record that the index already passed (below its newest file's end offset) is not indexed
-again -- RocketMQ's rules.
+next abnormal recovery walks on into the old records and dispatches them again.  A record
+that the index already passed (below its newest file's end offset) is not indexed again --
+RocketMQ's rule.  (Index entries past the end are *not* left alone, unlike RocketMQ: see
+``DIFFERENCES["index_after_end"]``.)
 
 Where we knowingly differ from RocketMQ 4.9.8
 --------------------------------------------
@@ -111,9 +117,11 @@ offset is not where it lies (our put path copies a record before it patches the 
 in, so a kill in between leaves a body-CRC-valid record with offset 0); a V2 record
 (RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
 are zeroed instead of left behind (RocketMQ can read them back in after a later clean
-restart); index files that start at or after the end are deleted; and segment files
-that a kill left at the wrong size *and empty* (an interrupted pre-allocation) are
-removed after an abnormal stop instead of making the store refuse to load.
+restart); index files that start at or after the end are deleted, and entries past it
+dropped from the others; segment files that a kill left at the wrong size *and empty*
+(an interrupted pre-allocation) are removed after an abnormal stop instead of making the
+store refuse to load; and after an abnormal stop the records between the index's last
+surviving entry and the walk's start are indexed again.
 """
 
 from __future__ import annotations
@@ -136,7 +144,8 @@ from .store_dir import list_store_files
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
            "recover_topic_queue_table", "truncate_dirty_logic_files", "destroy_logics",
-           "is_mapped_file_matched_recover", "remove_interrupted_allocations", "remove_creation_leftovers"]
+           "is_mapped_file_matched_recover", "remove_interrupted_allocations", "remove_creation_leftovers",
+           "reindex_before", "file_is_all_zero"]
 
 log = logging.getLogger(__name__)
 
@@ -161,13 +170,29 @@ DIFFERENCES = {
                       "clean restart reads them back in (as long as they point below the end of the log "
                       "by then) -- units of the wrong messages.",
     "index_after_end": "After the log is cut, index files whose first entry lies at or after the end are "
-                       "deleted (IndexService.delete_files_after). RocketMQ keeps them. Entries past the end "
-                       "inside a file that also holds earlier entries stay, as in RocketMQ.",
-    "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file or an index file "
-                              "whose size is wrong and whose bytes are all zero (a kill between creating "
-                              "and sizing it) is deleted before loading. RocketMQ refuses to load such a store. "
-                              "Our own temp files of an interrupted creation (<name>.<pid>.creating) are "
-                              "deleted on every writable load.",
+                       "deleted (IndexService.delete_files_after), and entries at or after the end inside a "
+                       "file that also holds earlier entries are dropped (its slots fall back along their "
+                       "chains, the entries are zeroed). RocketMQ keeps both: after a power cut a key lookup "
+                       "can then return whatever later record is stored at such an offset.",
+    "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file whose size is "
+                              "wrong and whose bytes are all zero (a kill between creating and sizing it) is "
+                              "deleted before loading; so is such an index file on every writable load, and "
+                              "read-only opens skip it with a warning. RocketMQ refuses to load such a store. "
+                              "An index file with no entry whose header was never written (a kill right after "
+                              "sizing it) continues the previous file instead of taking entries of old records "
+                              "from offset 0 on. Our own temp files of an interrupted creation "
+                              "(<name>.<pid>.creating) are deleted on every writable load.",
+    "index_after_crash": "After an abnormal stop, the records between the last entry of the index files that "
+                         "survive the load and the start of the re-dispatch walk are indexed again (index only), "
+                         "so every record the log keeps is findable by each of its keys. RocketMQ 4.9.8 deletes "
+                         "the index files newer than the index checkpoint and re-dispatches only from the "
+                         "checkpoint's commitlog file (3 s before the last flush; messageIndexSafe off, its "
+                         "default), so the keys of the records in between are lost for good.",
+    "index_first_entry_time": "The first entry of an index file gets time difference 0 (the file's begin time "
+                              "becomes that entry's store time). RocketMQ counts it from the begin time a new "
+                              "file inherits (the previous file's end), so a key put long after the file was "
+                              "opened -- the first put after a restart -- carries a time seconds off and a "
+                              "lookup by time range misses it.",
     "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
                   "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
     "store_file_names": "Only names of exactly 20 ASCII digits are segments (17 for index files); any other "
@@ -257,18 +282,22 @@ def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: i
     return RecordCheck(RecordCheck.VALID, rec.total_size, rec)
 
 
-def _walk(store, index: int, dispatch: bool) -> int:
-    """Validate from the start of file ``index`` on; the physical offset where the log ends."""
+def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
+    """Validate from the start of file ``index`` on; the physical offset where the log ends.
+
+    ``dispatch`` (a callable) gets the dispatch request of every valid record; ``until``
+    stops the walk at a record boundary at or after that offset (the offset is returned).
+    """
     files = store.commit_log.mapped_file_queue.mapped_files
     check_crc = store.config.check_crc_on_recover
     delay_levels = store.commit_log._delay_levels
     mf = files[index]
     pos = 0
-    while True:
+    while until is None or mf.file_from_offset + pos < until:
         found = check_record(mf.mapped, pos, mf.file_from_offset, check_crc, mf.file_size)
         if found.kind is RecordCheck.VALID:
-            if dispatch:
-                store.do_dispatch(dispatch_request(found.record, delay_levels))
+            if dispatch is not None:
+                dispatch(dispatch_request(found.record, delay_levels))
             pos += found.size
         elif found.kind is RecordCheck.END_OF_FILE:
             if index + 1 >= len(files):
@@ -289,7 +318,7 @@ def recover_normally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
     files = store.commit_log.mapped_file_queue.mapped_files
     if not files:
         return _no_commitlog(store)
-    end = _walk(store, max(len(files) - 3, 0), dispatch=False)
+    end = _walk(store, max(len(files) - 3, 0))
     _cut(store, end, max_phy_offset_of_consume_queue)
     return end
 
@@ -306,9 +335,42 @@ def recover_abnormally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
         index = 0
     else:
         log.info("recover from this mapped file %s", files[index].file_name)
-    end = _walk(store, index, dispatch=not store.read_only)
+    if not store.read_only and store.config.message_index_enable:
+        reindex_before(store, files[index].file_from_offset)
+    end = _walk(store, index, dispatch=None if store.read_only else store.do_dispatch)
     _cut(store, end, max_phy_offset_of_consume_queue)
     return end
+
+
+def reindex_before(store, start: int) -> None:
+    """Index again the records between the last surviving index entry and ``start`` (the walk's start).
+
+    After an abnormal stop, loading the index deleted every index file newer than the
+    checkpoint's index timestamp -- entries of records anywhere after the previous file's
+    end, while the walk re-dispatches only from the checkpoint's commitlog file, 3 s
+    before the last flush.  RocketMQ 4.9.8 leaves the records in between unfindable by key
+    (unless ``messageIndexSafe`` moves its whole walk back).  Here they go to the index
+    alone (the consume queues have them); the walk's start and the end of the log are
+    decided as before, so an invalid record in this stretch stops the re-indexing with a
+    warning and cuts nothing.
+    """
+    files = store.commit_log.mapped_file_queue.mapped_files
+    floor = max(store.index_service.indexed_up_to(), files[0].file_from_offset)
+    if floor >= start:
+        return
+    log.info("the index ends at offset %d, the walk starts at %d: indexing the records in between", floor, start)
+    reached = _walk(store, _file_holding(files, floor), store.index_service.build_index, until=start)
+    if reached < start:
+        log.warning("re-indexing stopped at offset %d, before %d: records in between stay unfindable by key",
+                    reached, start)
+
+
+def _file_holding(files, offset: int) -> int:
+    """The index of the file that holds ``offset`` (the first file for offsets before it)."""
+    index = len(files) - 1
+    while index > 0 and files[index].file_from_offset > offset:
+        index -= 1
+    return index
 
 
 def is_mapped_file_matched_recover(store, mf) -> bool:
@@ -351,7 +413,14 @@ def _cut(store, end: int, max_phy_offset_of_consume_queue: int) -> None:
                 max_phy_offset_of_consume_queue, end)
         truncate_dirty_logic_files(store, end)
     if not store.read_only and store.config.message_index_enable:
-        store.index_service.delete_files_after(end)
+        store.index_service.delete_files_after(end, lambda offset: _store_timestamp_at(store, offset))
+
+
+def _store_timestamp_at(store, offset: int) -> int:
+    """The store time of the (valid) record at ``offset``, below the end of the log."""
+    files = store.commit_log.mapped_file_queue.mapped_files
+    mf = files[_file_holding(files, offset)]
+    return decode_record(mf.mapped, offset - mf.file_from_offset, limit=mf.file_size).store_timestamp
 
 
 # -- the consume queues ------------------------------------------------------------------
@@ -422,7 +491,8 @@ def recover(store, last_exit_ok: bool) -> int:
 
 
 # -- leftovers of a kill --------------------------------------------------------------------
-def _all_zero(path: str) -> bool:
+def file_is_all_zero(path: str) -> bool:
+    """Every byte of the file is zero (also: it is empty)."""
     with open(path, "rb") as f:
         while True:
             chunk = f.read(1 << 20)
@@ -436,7 +506,7 @@ def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     """Files at the end of a segment directory that have the wrong size and hold only zeros."""
     out = []
     for f in reversed(list_store_files(directory).check().files):
-        if f.size == size or not _all_zero(f.path):
+        if f.size == size or not file_is_all_zero(f.path):
             break
         out.append(f.path)
     return out
@@ -475,11 +545,7 @@ def remove_interrupted_allocations(store) -> list[str]:
     doomed = _trailing_empty_misfits(os.path.join(store.root, "commitlog"), cfg.mapped_file_size_commit_log)
     for qdir in _queue_dirs(store.root):
         doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
-    from .index import index_file_size
-
-    expected = index_file_size(cfg.max_hash_slot_num, cfg.max_index_num)
-    doomed += [f.path for f in list_store_files(os.path.join(store.root, "index"), "index").check().files
-               if f.size != expected and _all_zero(f.path)]
+    # (index files: IndexService.load deletes an empty misfit on every writable load)
     for path in doomed:
         log.warning("deleting %s: wrong size and empty, a file whose creation a crash interrupted", path)
         os.remove(path)

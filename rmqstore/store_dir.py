@@ -419,7 +419,9 @@ def index_dimensions(root: str, *, slots: int | None = None, entries: int | None
     a key), ``strict`` raises :class:`StoreError` asking for explicit sizes; otherwise
     RocketMQ's default ratio ``entries == 4 * slots`` is taken when the size fits it.
     """
-    paths = _index_files(root)
+    # a 0-byte file is an index file a kill or a full disk interrupted between creating and
+    # sizing it: it holds nothing, and the index reader skips it with a warning (IndexService.load)
+    paths = [p for p in _index_files(root) if os.path.getsize(p)]
     d = os.path.join(root, "index")
     if not paths:
         return (slots, entries) if slots is not None and entries is not None else None

@@ -61,7 +61,11 @@ index (``index/<yyyyMMddHHmmssSSS>``)
       to the entry's hash, and whose store time matches the entry's time difference;
       entries are in log order and files follow each other;
     * the other way round: every indexable record between the first file's begin offset
-      and the last file's end offset has an entry for each of its keys.
+      and the last file's end offset has an entry for each of its keys, and so does every
+      one below the dispatch horizon (dispatch indexes a record with its unit): keyed
+      records outside every index file are reported once per stretch -- what a crash
+      recovery that drops the newest index files (RocketMQ's) leaves unfindable by key;
+    * the newest index file short and all zeros is an interrupted creation (a warning).
 
 other files
     ``checkpoint`` must be the 4096-byte file whose first 24 bytes hold three timestamps;
@@ -79,6 +83,10 @@ end of the log (left by a torn write or by RocketMQ's own truncation), a last re
 that does not decode when the abort file says the writer died (a torn tail: recovery cuts
 it off), and one that does not decode after a clean shutdown while no unit or index entry
 points at or past it (the rest of a torn write a recovery cut off, after a shorter put).
+A record that decodes but fails recovery's check (body CRC, PHYSICALOFFSET) while nothing
+points at or past it is where recovery ends the log: the walk stops there with a warning
+(what a power cut leaves after a recovery and a clean shutdown), and the records after it
+are not "undispatched" -- no start dispatches them.
 A first commitlog file that does not start at 0 is indistinguishable from expired files
 and only noted.
 
@@ -489,6 +497,13 @@ class _Verifier:
         self.max_store_ts = 0
         self.cq_horizon = -1
         self.index_range: tuple[int | None, int | None] = (None, None)
+        self.index_max_phy = -1  # the furthest record an index entry points at
+        self.has_index = False  # an index/ directory exists: dispatched records with keys need entries
+        self.unindexed: list[tuple[int, str, int]] = []  # (phys, rel, pos) dispatched, keyed, outside index_range
+        self.interrupted_index: str | None = None  # the newest index file, short and all zeros (skipped)
+        #: end the walk at a record recovery rejects when nothing points at or past it (the whole-store
+        #: walk of :func:`verify`; the byte-range walks of rmqstore.spark.verify do not know every reference)
+        self.stop_at_recovered_end = False
         self.past_end: list[int] = []  # offsets past the end of the log that units/entries point at
         self.unclaimed_tail: int | None = None  # index in problems of an undecodable last record (no abort)
         self.abort = False
@@ -695,10 +710,12 @@ class _Verifier:
         d = os.path.join(self.root, "index")
         if not os.path.isdir(d):
             return
+        self.has_index = True
         slots, num = self.sizes.slots, self.sizes.entries
         expected = 40 + 4 * slots + 20 * num if slots else None
         prev = None
-        for sf in self.store_files(d, "index", "an index file (named yyyyMMddHHmmssSSS, 17 digits)"):
+        files = self.store_files(d, "index", "an index file (named yyyyMMddHHmmssSSS, 17 digits)")
+        for sf in files:
             f = self.open(sf.path)
             if f is None:
                 continue
@@ -708,9 +725,16 @@ class _Verifier:
                          "has a size of 40 + 4*slots + 20*(4*slots) bytes, so its layout cannot be told")
                 continue
             if f.size != expected:
+                # the newest file short and all zeros: its creation was interrupted (nothing was in it)
+                interrupted = sf is files[-1] and _first_nonzero(f.buf, 0, f.size) is None
                 self.add("file_size", f.rel, None, f"index file is {f.size} bytes; with {slots} slots and {num} "
-                         f"entries (the other index files' size) it is {expected} bytes")
-                if f.size < 40:
+                         f"entries (the other index files' size) it is {expected} bytes"
+                         + ("; the newest file and all zeros: a creation a crash or a full disk interrupted "
+                            "(readers skip it, a writable open deletes it)" if interrupted else ""),
+                         WARNING if interrupted else ERROR)
+                if interrupted:
+                    self.interrupted_index = f.rel
+                if f.size < 40 or interrupted:
                     continue
             ix = _IndexFile(f.rel, f.buf, len(self.index_files))
             self._check_index_file(ix, f.size, slots, num)
@@ -722,6 +746,7 @@ class _Verifier:
                 prev = ix
         self.report.index_files = len(self.index_files)
         self.index_range = self._index_range()
+        self.index_max_phy = max(self.idx_at, default=-1)
 
     def _check_index_file(self, ix: _IndexFile, size: int, slots: int, num: int) -> None:
         rel = ix.rel
@@ -877,6 +902,8 @@ class _Verifier:
             elif state[0] == "corrupt":
                 last_corrupt = state[1]
                 corrupt_tail = True
+            elif state[0] == "recovered_end":
+                ended = (f.rel, state[1], start + state[1])  # (files with data after it: a hole)
             self.tick(f.size)
         # after the last file
         for rel in pending_zero:
@@ -935,9 +962,35 @@ class _Verifier:
                 self.data_end = start + n
                 return ("blank",)
             phys = start + pos
+            if self.stop_at_recovered_end and self._recovery_ends_log_at(phys, f.rel, pos, rec):
+                self.data_end = phys
+                return ("recovered_end", pos)
             self._check_record(phys, f.rel, pos, rec, delay_levels)
             pos += rec.total_size
             self.data_end = phys + rec.total_size
+
+    def _recovery_ends_log_at(self, phys: int, rel: str, pos: int, rec) -> bool:
+        """A decodable record recovery rejects (body CRC, PHYSICALOFFSET) that nothing points at or past.
+
+        Recovery ends the log there (:func:`rmqstore.recovery.check_record`) and leaves the
+        bytes after it on disk, so after a power cut, a recovery and a clean shutdown such a
+        record -- and the records after it that a lost page did not reach -- lie after the end:
+        a warning, and not records a start would dispatch.  A unit or index entry at or past
+        it means the store used what follows: then it is damage (the record's own checks).
+        """
+        crc_ok = not rec.body or crc32(rec.body) == rec.body_crc
+        if crc_ok and rec.physical_offset == phys:
+            return False
+        if self.cq_horizon > phys or self.index_max_phy >= phys:
+            return False
+        why = "its body CRC does not match" if not crc_ok else \
+            f"it says it is at {rec.physical_offset} (PHYSICALOFFSET field)"
+        kind, state = ("torn_tail", "the abort file says the writer died: recovery will end the log here") \
+            if self.abort else ("garbage_after_end", "a recovery ended the log here (RocketMQ ignores and "
+                                "overwrites these bytes)")
+        self.add(kind, rel, pos, f"the record at physical offset {phys} fails recovery's check ({why}) and no "
+                 f"consume-queue unit or index entry points at or past it: the end of the log; {state}", WARNING)
+        return True
 
     def _check_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
         self.report.records += 1
@@ -971,7 +1024,7 @@ class _Verifier:
                 self.unbacked.append((phys, rel, pos, key, qo))
         # index: entries pointing here, and entries this record needs
         entries = self.idx_at.pop(phys, None)
-        keys = _record_keys(rec.topic, props) if (entries or self.index_files) else set()
+        keys = _record_keys(rec.topic, props) if (entries or self.has_index) else set()
         self._check_record_index(phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys, entries)
 
     def _check_record_index(self, phys: int, rel: str, pos: int, topic: str, txn: int, store_ts: int,
@@ -993,16 +1046,23 @@ class _Verifier:
                     self.add("index_entry", ix.rel, epos + 12, f"entry {n} says the record was stored {td} s after "
                              f"{ix.begin_ts}, but the record at {phys} ({rel}:{pos}) was stored at "
                              f"{store_ts}")
-        if hashes and txn != TRANSACTION_ROLLBACK_TYPE and self.index_files:
-            lo, hi = self.index_range
-            if lo is not None and lo <= phys < hi:
-                have = {h for _, _, h, _ in entries or ()}
-                missing = [k for h, k in hashes.items() if h not in have]
-                if missing:
-                    ix = self._index_file_for(phys)
-                    self.add("index_missing_key", ix.rel, None, f"the record at {phys} ({rel}:{pos}, topic "
-                             f"{topic}) has no index entry for key(s) {', '.join(sorted(missing)[:5])}; a key "
-                             "lookup will not find it")
+        if not hashes or txn == TRANSACTION_ROLLBACK_TYPE:
+            return
+        lo, hi = self.index_range
+        in_range = bool(self.index_files) and lo is not None and lo <= phys < hi
+        if not in_range and not (self.has_index and phys < self.cq_horizon):
+            return  # not dispatched yet (the next start indexes it), or no index at all
+        have = {h for _, _, h, _ in entries or ()}
+        missing = [k for h, k in hashes.items() if h not in have]
+        if not missing:
+            return
+        if not in_range:
+            self.unindexed.append((phys, rel, pos))  # dispatched, yet outside every index file: reported once
+            return
+        ix = self._index_file_for(phys)
+        self.add("index_missing_key", ix.rel, None, f"the record at {phys} ({rel}:{pos}, topic "
+                 f"{topic}) has no index entry for key(s) {', '.join(sorted(missing)[:5])}; a key "
+                 "lookup will not find it")
 
     @staticmethod
     def _time_ok(begin_ts: int, td: int, store_ts: int) -> bool:
@@ -1222,6 +1282,34 @@ class _Verifier:
             for fnum, n, h, td in entries:
                 expired += self._unresolved_entry(phy, fnum, n, log_start)
         self._report_expired_entries(expired, log_start)
+        self._report_unindexed()
+
+    def _report_unindexed(self) -> None:
+        """Dispatched records with keys before the index's first entry or after its last: lost to key lookups.
+
+        Dispatch indexes a record together with its consume-queue unit, so every keyed record
+        below the dispatch horizon needs entries.  Those after the last entry are what a crash
+        recovery that dropped the newest index files (RocketMQ's) did not index again; with the
+        abort file present, the next start (ours) indexes them again: a warning.
+        """
+        lo, hi = self.index_range
+        before = [r for r in self.unindexed if lo is not None and r[0] < lo]
+        after = [r for r in self.unindexed if lo is None or r[0] >= hi]
+        last = self.index_files[-1].rel if self.index_files else "index"
+        for recs, is_after in ((before, False), (after, True)):
+            if not recs:
+                continue
+            # records after the last entry belong in the next file: a skipped empty one lost them
+            target = (self.interrupted_index or last) if is_after else last
+            phys, rel, pos = recs[0]
+            where = "with no index entries at all" if lo is None else (
+                f"after the index's last entry ({hi})" if is_after else f"before the index's first entry ({lo})")
+            soft = self.abort and is_after
+            self.add("index_missing_key", target, None,
+                     f"{len(recs)} dispatched record(s) with keys from offset {phys} ({rel}:{pos}) on, {where}, have "
+                     f"no index entry for their keys (their consume-queue units exist, up to {self.cq_horizon}); a "
+                     "key lookup will not find them" + ("; the next start indexes them again" if soft else ""),
+                     WARNING if soft else ERROR)
 
     def _unresolved_entry(self, phy: int, fnum: int, n: int, log_start: int) -> int:
         """An index entry that points at no readable record: why (1 when it expired, else 0)."""
@@ -1309,6 +1397,7 @@ def verify(target, *, progress: Callable[[int, int], None] | None = None, config
     """
     root, sizes, problems = _prepare(target, config)
     v = _Verifier(root, sizes, progress, max_problems_per_kind)
+    v.stop_at_recovered_end = True
     v.report.problems.extend(problems)
     return v.run()
 

@@ -1,9 +1,11 @@
 """A writer process for the crash tests: open a store, put messages, report every acknowledged put.
 
-    python tests/crash_writer.py STORE_DIR --seed S --round R [--count N] [--flush ASYNC_FLUSH]
+    python tests/crash_writer.py STORE_DIR --seed S --round R [--count N] [--flush MODE]
 
-The store uses SYNC_FLUSH (``--flush ASYNC_FLUSH`` to put without waiting) and tiny files (64 KiB commitlog segments, 1 KiB consume-queue
-files, 60-entry index files) so that rollovers of every kind happen every few dozen puts.
+The store uses SYNC_FLUSH (``--flush ASYNC_FLUSH`` to put without waiting, ``--flush
+TRANSIENT_STORE_POOL`` to put through the transient store pool) and tiny files (64 KiB
+commitlog segments, 1 KiB consume-queue files, 60-entry index files) so that rollovers
+of every kind happen every few dozen puts.
 Opening it runs recovery -- abnormal when the previous writer was killed.
 
 Every put that returns PUT_OK is printed on its own line and flushed at once, so a line
@@ -43,11 +45,20 @@ TOPICS = ("CrashA", "CrashB", "CrashC")
 QUEUES = 4
 
 
+#: how the writer flushes: RocketMQ's two flush types, and async flush through the transient store pool
+MODES = ("SYNC_FLUSH", "ASYNC_FLUSH", "TRANSIENT_STORE_POOL")
+
+
 def crash_config(flush: str = "SYNC_FLUSH") -> StoreConfig:
-    """Tiny files, synchronous flush by default: what the writer and the tests open the store with."""
+    """Tiny files, synchronous flush by default: what the writer and the tests open the store with.
+
+    ``flush`` is one of :data:`MODES`; ``TRANSIENT_STORE_POOL`` is ASYNC_FLUSH with the pool
+    (puts land in off-heap buffers, committed to the file by the commit service).
+    """
+    pool = flush == "TRANSIENT_STORE_POOL"
     return StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 50,
-                       max_hash_slot_num=16, max_index_num=60, flush_disk_type=flush,
-                       store_host=STORE_HOST)
+                       max_hash_slot_num=16, max_index_num=60, flush_disk_type="ASYNC_FLUSH" if pool else flush,
+                       transient_store_pool_enable=pool, store_host=STORE_HOST)
 
 
 def _props(round_no: int, i: int, j: int | None = None) -> str:
@@ -90,8 +101,9 @@ def main(argv=None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--round", type=int, default=0)
     ap.add_argument("--count", type=int, default=None)
-    ap.add_argument("--flush", choices=("SYNC_FLUSH", "ASYNC_FLUSH"), default="SYNC_FLUSH",
-                    help="ASYNC_FLUSH: no wait per put, so kills land inside puts far more often")
+    ap.add_argument("--flush", choices=MODES, default="SYNC_FLUSH",
+                    help="ASYNC_FLUSH: no wait per put, so kills land inside puts far more often; "
+                         "TRANSIENT_STORE_POOL: ASYNC_FLUSH through the transient store pool")
     args = ap.parse_args(argv)
 
     from rmqstore.store import MessageStore

@@ -364,7 +364,7 @@ def test_an_index_file_without_keys_is_not_damage_with_count_zero_or_one(tmp_pat
         f.seek(36)
         f.write(bytes(4))
     errors = verify(keyed).errors
-    assert errors and {p.kind for p in errors} <= {"index_slot", "unindexed_key", "index_header", "index_chain"}, \
+    assert errors and {p.kind for p in errors} <= {"index_slot", "index_missing_key", "index_header", "index_chain"}, \
         [str(p) for p in errors]
     assert any(p.kind == "index_slot" and p.path == files_of("engine")["index"][0] for p in errors)
 
