@@ -120,3 +120,22 @@ def test_notebook_runs_on_the_main_job_install(path):
                if not d & closure or (mod.startswith("rmqstore.spark") and d - closure)}
     assert not missing, (f"{path.name} imports modules the README's main-job install does not bring: {missing}; "
                          "add them to the extra the main job installs")
+
+
+def test_widgets_folder_is_the_import_path(tmp_path):
+    """``rmqstore/widgets/`` is a real package folder: importing it from outside the checkout
+    (after ``pip install -e .``) finds the files in the tree, with no package-dir mapping, and
+    every ``rmqstore`` sub-package is listed by the build (``rmqstore.ha`` once was not)."""
+    import subprocess
+
+    out = subprocess.run([sys.executable, "-c", "import rmqstore.widgets, rmqstore.ha, rmqstore.spark;"
+                          "print(rmqstore.widgets.__file__)"], cwd=tmp_path, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert Path(out.stdout.strip()) == ROOT / "rmqstore" / "widgets" / "__init__.py"
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    assert "package-dir" not in config
+    from setuptools import find_packages
+
+    found = set(find_packages(str(ROOT), include=config["packages"]["find"]["include"]))
+    on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "rmqstore").rglob("__init__.py")}
+    assert on_disk <= found, on_disk - found
