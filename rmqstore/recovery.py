@@ -422,7 +422,8 @@ def _cut(store, end: int, max_phy_offset_of_consume_queue: int) -> None:
     queue.truncate_dirty_files(end)
     if max_phy_offset_of_consume_queue >= end:
         # equal is the common case (the last unit ends where the log ends) and cuts nothing
-        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end else logging.INFO,
+        # (read-only, nothing is cut: an inspection reports it in its own words, not as a warning)
+        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end and not store.read_only else logging.INFO,
                 "maxPhyOffsetOfConsumeQueue(%d) >= processOffset(%d), truncate dirty logic files",
                 max_phy_offset_of_consume_queue, end)
         truncate_dirty_logic_files(store, end)
