@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -123,8 +124,27 @@ def executed_notebook(name: str):
     # so that its test can read what it wrote (the test removes it)
     keep = os.path.join(tempfile.gettempdir(), f"rmq-notebook-work-{os.getpid()}")
     os.makedirs(keep, exist_ok=True)
-    execute_notebook(nb, path, timeout=600, env=dict(os.environ, RMQSTORE_NOTEBOOK_WORK=keep))
+    # the kernel's temp folder is one of its own: whatever the notebook leaves there is counted
+    # (test_notebooks: a notebook cleans up after itself), then removed
+    scratch = tempfile.mkdtemp(prefix="rmq-notebook-tmp-")
+    try:
+        execute_notebook(nb, path, timeout=600, kernel_name=notebook_kernel(),
+                         env=dict(os.environ, RMQSTORE_NOTEBOOK_WORK=keep, TMPDIR=scratch, TEMP=scratch, TMP=scratch))
+        NOTEBOOK_TEMP_LEFTOVERS[name] = sorted(os.listdir(scratch))
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     return nb
+
+
+#: what each executed notebook left in its kernel's temp folder (``executed_notebook``)
+NOTEBOOK_TEMP_LEFTOVERS: dict[str, list[str]] = {}
+
+
+def notebook_kernel() -> str:
+    """The kernel the notebooks run in: ``python3`` (this environment), or in CI the kernel of a
+    virtualenv holding exactly the README's main-job install (``.ci/run`` makes it and names it in
+    ``RMQSTORE_NOTEBOOK_KERNEL``), so a notebook needing more than the main job installs fails here."""
+    return os.environ.get("RMQSTORE_NOTEBOOK_KERNEL", "python3")
 
 
 def notebook_text(name: str) -> str:

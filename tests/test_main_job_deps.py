@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import sys
 import tomllib
@@ -139,3 +140,33 @@ def test_widgets_folder_is_the_import_path(tmp_path):
     found = set(find_packages(str(ROOT), include=config["packages"]["find"]["include"]))
     on_disk = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "rmqstore").rglob("__init__.py")}
     assert on_disk <= found, on_disk - found
+
+
+def _kernel_python(name: str) -> str:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return KernelSpecManager().get_kernel_spec(name).argv[0]
+
+
+@pytest.mark.skipif(os.environ.get("CI") != "true" and "RMQSTORE_NOTEBOOK_KERNEL" not in os.environ,
+                    reason="CI runs the notebooks in a virtualenv of the main job's install (.ci/run); "
+                           "set RMQSTORE_NOTEBOOK_KERNEL to a kernel of such an environment to check one here")
+def test_notebooks_run_in_the_main_jobs_environment():
+    """In CI the notebooks run in a kernel whose Python has exactly what the README's main-job command
+    installs: not this environment (which has the dev extra), and no test tool in it."""
+    import subprocess
+
+    from conftest import notebook_kernel
+
+    kernel = notebook_kernel()
+    assert kernel != "python3", "RMQSTORE_NOTEBOOK_KERNEL names the main job's kernel"
+    python = _kernel_python(kernel)
+    assert os.path.realpath(python) != os.path.realpath(sys.executable)
+    probe = ("import importlib.util as u, json; print(json.dumps({m: u.find_spec(m) is not None "
+             "for m in ['rmqstore', 'jupyterlab', 'pytest', 'hypothesis', 'playwright']}))")
+    found = json.loads(subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout)
+    assert found == {"rmqstore": True, "jupyterlab": True, "pytest": False, "hypothesis": False,
+                     "playwright": False}, found
+    where = subprocess.run([python, "-c", "import rmqstore; print(rmqstore.__file__)"], capture_output=True,
+                           text=True, check=True, cwd="/").stdout.strip()
+    assert Path(where) == ROOT / "rmqstore" / "__init__.py", "the checkout is installed (editable) there"

@@ -6,7 +6,7 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 
-from conftest import NOTEBOOKS_DIR, executed_notebook, notebook_text  # noqa: E402
+from conftest import NOTEBOOK_TEMP_LEFTOVERS, NOTEBOOKS_DIR, executed_notebook, notebook_text  # noqa: E402
 
 ROOT = NOTEBOOKS_DIR.parent
 NOTEBOOKS = sorted(NOTEBOOKS_DIR.glob("*.ipynb"))
@@ -17,6 +17,13 @@ def test_notebook_executes(path):
     nb = executed_notebook(path.name)
     errors = [o for c in nb.cells for o in c.get("outputs", []) if o.get("output_type") == "error"]
     assert not errors, errors
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_leaves_nothing_in_the_temp_folder(path):
+    """A notebook removes the stores and files it makes (the kernel runs with a temp folder of its own)."""
+    executed_notebook(path.name)
+    assert NOTEBOOK_TEMP_LEFTOVERS[path.name] == []
 
 
 def test_tour_prints_the_sample_store():
