@@ -219,6 +219,97 @@ def test_08_rocketmq_txn_delay_units_match_the_manifest():
             "RMQ_SYS_TRANS_HALF_TOPIC") in text
 
 
+@pytest.fixture(scope="module")
+def nb08_broker():
+    """Notebook 08's text and the records of the broker store it kept (removed afterwards)."""
+    import os
+    import shutil
+
+    from rmqstore import MessageRecord, open_store
+    from rmqstore.scan import CommitLogScan
+
+    text = notebook_text("08_transactions_delay_batches.ipynb")
+    work = re.search(r"^work folder: (\S+)$", text, re.M).group(1)
+    root = os.path.join(work, "store")
+    records = {off: rec for off, rec in CommitLogScan(root) if isinstance(rec, MessageRecord)}
+    store = open_store(root)
+    try:
+        units = {key: [cq.get_unit(k) for k in range(cq.get_max_offset_in_queue())]
+                 for key, cq in store.consume_queue_table.items()}
+    finally:
+        store.close()
+    yield text, records, units, root
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def test_08_broker_checks_an_unknown_transaction_and_applies_the_answer(nb08_broker):
+    from rmqstore.properties import string_to_properties
+    from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, transaction_value
+
+    text, records, units, _ = nb08_broker
+    assert "heartbeat: SUCCESS" in text
+    half_at = int(re.search(r"half message: SUCCESS, stored at offset (\d+) on RMQ_SYS_TRANS_HALF_TOPIC/0 "
+                            r"\(queue offset 0\), REAL_TOPIC=TxTopic", text).group(1))
+    half = records[half_at]
+    assert (half.topic, half.queue_id, half.queue_offset, half.body) == ("RMQ_SYS_TRANS_HALF_TOPIC", 0, 0,
+                                                                         b"order 42: pay")
+    assert string_to_properties(half.properties)["TRAN_MSG"] == "true" and transaction_value(half.sys_flag) == 0
+    assert "END_TRANSACTION UNKNOWN sent; TxTopic/0 holds 0 message(s) for consumers" in text
+    waited = int(re.search(r"CHECK_TRANSACTION_STATE \(39\) came (\d+) ms after the half message was stored "
+                           r"\(timeout 300 ms\), oneway: True", text).group(1))
+    assert waited >= 300
+    # the check names the copy the check service put back at the end of the half queue
+    copy_at = int(re.search(r"^  commitLogOffset\s+(\d+)$", text, re.M).group(1))
+    copy = records[copy_at]
+    assert copy.topic == "RMQ_SYS_TRANS_HALF_TOPIC" and copy.queue_offset == 1 and copy.body == half.body
+    assert string_to_properties(copy.properties)["TRANSACTION_CHECK_TIMES"] == "1"
+    assert re.search(r"^  tranStateTableOffset\s+1$", text, re.M)
+    assert re.search(rf"^  offsetMsgId\s+{create_message_id(copy.store_host, copy_at)}$", text, re.M)
+    assert (f"check body: the record at {copy_at} on RMQ_SYS_TRANS_HALF_TOPIC (queue offset 1), body b'order 42: pay', "
+            "TRANSACTION_CHECK_TIMES=1") in text
+    # the producer's COMMIT: the message under its real topic, pointing back at the checked copy
+    (tx_unit,) = units[("TxTopic", 0)]
+    committed = records[tx_unit[0]]
+    assert transaction_value(committed.sys_flag) == TRANSACTION_COMMIT_TYPE
+    assert committed.prepared_transaction_offset == copy_at and committed.body == half.body
+    assert (f"TxTopic/0 now: the record at {tx_unit[0]}, sys_flag 0x08 TXN_COMMIT, prepared_transaction_offset "
+            f"{copy_at}, body b'order 42: pay'") in text
+    assert f"half queue RMQ_SYS_TRANS_HALF_TOPIC/0: [({half_at}, '0'), ({copy_at}, '1')]" in text
+    (op_unit,) = units[("RMQ_SYS_TRANS_OP_HALF_TOPIC", 0)]
+    assert records[op_unit[0]].body == b"1"  # the copy's half-queue offset is done
+    assert f"op queue RMQ_SYS_TRANS_OP_HALF_TOPIC/0: [({op_unit[0]}, '1', 'd')]" in text
+    assert "checks after three more rounds: 1" in text
+
+
+def test_08_broker_delivers_delayed_messages_when_due(nb08_broker):
+    from rmqstore.properties import string_to_properties
+
+    text, records, units, root = nb08_broker
+    assert "delay levels (ms) {1: 1000, 2: 2000, 3: 3000}" in text
+    due = {}
+    for level in (3, 1):
+        m = re.search(rf"level {level}: SUCCESS, stored at (\d+) on SCHEDULE_TOPIC_XXXX/{level - 1}, due at tags code "
+                      rf"(\d+) = store time \+ {level * 1000} ms", text)
+        offset, tags = int(m.group(1)), int(m.group(2))
+        rec = records[offset]
+        assert (rec.topic, rec.queue_id) == ("SCHEDULE_TOPIC_XXXX", level - 1)
+        assert string_to_properties(rec.properties)["REAL_TOPIC"] == "DelayTopic"
+        assert units[("SCHEDULE_TOPIC_XXXX", level - 1)] == [(offset, rec.total_size, tags)]
+        assert tags == rec.store_timestamp + level * 1000
+        due[level] = (offset, tags)
+    assert "DelayTopic/0 right after the sends: 0 message(s)" in text
+    delivered = [records[u[0]] for u in units[("DelayTopic", 0)]]
+    assert [r.body for r in delivered] == [b"delayed 1", b"delayed 3"]  # level 1 first, though sent second
+    for k, rec in enumerate(delivered):
+        level = int(string_to_properties(rec.properties)["DELAY"])
+        sched, tags = due[level]
+        assert rec.store_timestamp >= tags and rec.body == records[sched].body
+        assert (f"DelayTopic/0 unit {k}: {rec.body!r} at {rec.physical_offset}, from SCHEDULE_TOPIC_XXXX record {sched}; "
+                f"stored {rec.store_timestamp - tags} ms after it was due: True") in text
+    assert "schedule service offsets (level -> next queue offset): {1: 1, 3: 1}" in text
+    assert "'\"offsetTable\":{1:1,3:1}'" in text
+
+
 # -- 09: inspecting a real store -----------------------------------------------------------------
 BASIC = ROOT / "data" / "rocketmq_basic"
 

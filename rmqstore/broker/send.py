@@ -17,7 +17,15 @@ go the same way:
 3. **the put**: :meth:`MessageStore.async_put_message` -- the append happens at once; with
    SYNC_FLUSH the wait for the flush runs on the store's pool while the event loop serves
    other connections -- and the store's :class:`PutMessageStatus` mapped to a response
-   code, with msgId, queueId and queueOffset in the response header.
+   code, with msgId, queueId and queueOffset in the response header.  The body and properties
+   limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:
+   its refusal (MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED) becomes MESSAGE_ILLEGAL here.
+
+With a ``tracer`` set (:mod:`rmqstore.trace`, off by default), every check is an event
+``send.check.<name>`` with its outcome (``status`` OK or the refusing response code, and the
+remark), followed by ``send.message`` (the inner message as it goes to the store) and
+``send.response``; :func:`rmqstore.trace.record_send` puts them in one trace with the frame's
+bytes before them and the store's stages after.
 """
 
 from __future__ import annotations
@@ -53,9 +61,23 @@ class _Refused(Exception):
         self.remark = remark
 
 
+def _name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return str(code)
+
+
+def _queues(config) -> dict:
+    return {} if config is None else {"write_queue_nums": config.write_queue_nums,
+                                      "read_queue_nums": config.read_queue_nums, "perm": config.perm}
+
+
 class SendMessageProcessor:
     def __init__(self, broker):
         self.broker = broker
+        #: a tracer (:mod:`rmqstore.trace`) seeing each check, the inner message and the response; None: off
+        self.tracer = None
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -72,39 +94,62 @@ class SendMessageProcessor:
                 return await self._send_batch(conn, req, h, topic, queue_id)
             return await self._send_one(conn, req, h, topic, queue_id)
         except _Refused as refused:
+            if self.tracer is not None:
+                self.tracer.event("send.response", status="REFUSED", code=int(refused.code),
+                                  code_name=_name(refused.code), remark=refused.remark)
             return req.response(refused.code, refused.remark)
 
     # -- checks ----------------------------------------------------------------------------------
+    def _step(self, stage: str, refusal: "_Refused | None", **fields) -> None:
+        """One check's outcome: an event for the tracer (if any), raised when it refuses."""
+        tr = self.tracer
+        if tr is not None:
+            tr.event(stage, status="OK" if refusal is None else _name(refusal.code),
+                     remark="" if refusal is None else refusal.remark, **fields)
+        if refusal is not None:
+            raise refusal
+
     def _check(self, conn: Connection, h: Header, req: RemotingCommand):
         bc = self.broker.config
         topics = self.broker.topics
         topic = h.str("topic")
         h.str("producerGroup")
-        if not is_writeable(bc.broker_permission):
-            raise _Refused(ResponseCode.NO_PERMISSION, f"the broker[{bc.broker_ip1}] sending message is forbidden")
+        self._step("send.check.broker_permission", None if is_writeable(bc.broker_permission) else _Refused(
+            ResponseCode.NO_PERMISSION, f"the broker[{bc.broker_ip1}] sending message is forbidden"),
+            permission=bc.broker_permission)
         problem = validate_topic(topic)
-        if problem:
-            raise _Refused(ResponseCode.SYSTEM_ERROR, problem)
-        if topic in NOT_ALLOWED_SEND_TOPICS:
-            raise _Refused(ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+        self._step("send.check.topic_name", _Refused(ResponseCode.SYSTEM_ERROR, problem) if problem else None,
+                   topic=topic)
+        self._step("send.check.system_topic", _Refused(
+            ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
+            if topic in NOT_ALLOWED_SEND_TOPICS else None, topic=topic, forbidden=len(NOT_ALLOWED_SEND_TOPICS))
         config = topics.select(topic)
+        if self.tracer is not None:
+            self.tracer.event("send.check.topic_config", status="OK" if config else "NOT_FOUND", remark="",
+                              topic=topic, found=config is not None, **_queues(config))
         if config is None:
-            config = topics.create_in_send(topic, h.str("defaultTopic", ""), h.int("defaultTopicQueueNums", 4, 32))
+            default = h.str("defaultTopic", "")
+            config = topics.create_in_send(topic, default, h.int("defaultTopicQueueNums", 4, 32))
             if config is None and topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 config = topics.create_system_topic(topic, 1, 6)
-            if config is None:
-                raise _Refused(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}")
+            self._step("send.check.auto_create", None if config is not None else _Refused(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!{_FAQ}"),
+                topic=topic, default_topic=default, **_queues(config))
         queue_id = h.int("queueId", bits=32)
         limit = max(config.write_queue_nums, config.read_queue_nums)
+        refusal = None
         if queue_id >= limit:
-            raise _Refused(ResponseCode.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {config} "
-                                                      f"Producer: {conn.remote_addr_text}")
+            refusal = _Refused(ResponseCode.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {config} "
+                                                          f"Producer: {conn.remote_addr_text}")
+        elif queue_id < 0 and config.write_queue_nums <= 0:
+            refusal = _Refused(ResponseCode.NO_PERMISSION, f"topic[{topic}] has no writable queue")
+        self._step("send.check.queue_id", refusal, queue_id=queue_id, limit=limit)
         if queue_id < 0:
-            if config.write_queue_nums <= 0:
-                raise _Refused(ResponseCode.NO_PERMISSION, f"topic[{topic}] has no writable queue")
             queue_id = random.randrange(config.write_queue_nums)
-        if not is_writeable(config.perm):
-            raise _Refused(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+            if self.tracer is not None:
+                self.tracer.event("send.queue_picked", queue_id=queue_id, write_queue_nums=config.write_queue_nums)
+        self._step("send.check.topic_permission", None if is_writeable(config.perm) else _Refused(
+            ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"), perm=config.perm)
         return topic, queue_id, config
 
     def _retry_or_dlq(self, h: Header, topic: str, queue_id: int, req) -> tuple[str, int]:
@@ -116,7 +161,12 @@ class SendMessageProcessor:
         if config is None:
             raise _Refused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group not exist, {group}")
         max_times = h.int("maxReconsumeTimes", config.retry_max_times, 32)
-        if h.int("reconsumeTimes", 0, 32) < max_times:
+        times = h.int("reconsumeTimes", 0, 32)
+        to_dlq = times >= max_times
+        if self.tracer is not None:
+            self.tracer.event("send.retry_or_dlq", topic=topic, reconsume_times=times, max_reconsume_times=max_times,
+                              to=DLQ_GROUP_TOPIC_PREFIX + group if to_dlq else topic)
+        if not to_dlq:
             return topic, queue_id
         dlq = DLQ_GROUP_TOPIC_PREFIX + group
         self.broker.topics.create_system_topic(dlq, 1, PERM_WRITE | PERM_READ)
@@ -136,8 +186,13 @@ class SendMessageProcessor:
                       properties=self._properties(props_text), sys_flag=h.int("sysFlag", bits=32),
                       born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
                       reconsume_times=h.int("reconsumeTimes", 0, 32))
-        if msg.get_property(TRANSACTION_PREPARED) == "true":
+        half = msg.get_property(TRANSACTION_PREPARED) == "true"
+        if half:
             msg = half_message(msg)  # parked in the half topic until END_TRANSACTION (.transaction)
+        if self.tracer is not None:
+            self.tracer.event("send.message", topic=msg.topic, queue_id=msg.queue_id, body_size=len(msg.body),
+                              properties_sent=props_text, properties=msg.properties, half=half,
+                              born_host=msg.born_host, sys_flag=msg.sys_flag)
         result = await asyncio.wrap_future(self.broker.store.async_put_message(msg))
         return self._response(req, result, queue_id)
 
@@ -152,6 +207,10 @@ class SendMessageProcessor:
                              properties=self._properties(h.str("properties", "")),
                              born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
                              reconsume_times=h.int("reconsumeTimes", 0, 32))
+        if self.tracer is not None:
+            self.tracer.event("send.message", topic=topic, queue_id=queue_id, batch=len(items),
+                              body_size=sum(len(i.body) for i in items), properties=batch.properties,
+                              born_host=batch.born_host)
         result = await asyncio.wrap_future(self.broker.store.async_put_messages(batch))
         return self._response(req, result, queue_id)
 
@@ -161,4 +220,8 @@ class SendMessageProcessor:
         ar = result.append_result
         if ar is not None and ar.ok:
             ext.update(msgId=ar.msg_id, queueId=queue_id, queueOffset=ar.logics_offset)
+        if self.tracer is not None:
+            self.tracer.event("send.response", status=result.status.name, code=int(code),
+                              code_name=_name(code), remark=remark or "", **{
+                                  k: v for k, v in ext.items() if k in ("msgId", "queueId", "queueOffset")})
         return req.response(code, remark, ext)

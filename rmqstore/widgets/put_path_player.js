@@ -3,8 +3,12 @@
 // "step-forward", "step-back"; range input data-testid="scrub"; select data-testid="speed"
 // (steps per second); text data-testid="step-index" (0-based current step), "stage" (stage name),
 // "pos-wrote", "pos-committed", "pos-flushed" (plain decimal positions, relative to the file,
-// after the current step).
-import { h, fmtInt, clear, colorOf } from "./_util.js";
+// after the current step). With request frames in the trace (a send through the broker): "frame-bar"
+// (the current frame, one data-testid="frame-span" per field, class "active" on the current step's) and
+// "frame-field" (data-field = the field's name, its bytes in hex and as text).
+import { h, fmtInt, clear, colorOf, toBytes, hex2 } from "./_util.js";
+
+const DEFAULT_LANES = [{ lane: 0, label: "put thread" }, { lane: 1, label: "after the lock" }];
 
 export const SPEEDS = [0.5, 1, 2, 4, 8, 16, 32];
 
@@ -48,7 +52,10 @@ function render({ model, el }) {
   let steps = [];
   let files = [];
   let boxes = [];
+  let lanes = DEFAULT_LANES;
   let table = [];
+  let frame = new Uint8Array(0);
+  let frameSpans = [];
   let appends = [];
   let i = 0;
   let timer = null;
@@ -81,6 +88,10 @@ function render({ model, el }) {
     h("span", { class: "rmq-ppp-pk rmq-ppp-k-c" }, "committed ", posCommitted),
     h("span", { class: "rmq-ppp-pk rmq-ppp-k-f" }, "flushed ", posFlushed));
   const strip = h("div", { class: "rmq-ppp-strip", "data-testid": "landing-bytes" });
+  const frameLabel = h("div", { class: "rmq-ppp-file rmq-ppp-framelabel" });
+  const frameBar = h("div", { class: "rmq-ppp-bar rmq-ppp-framebar", "data-testid": "frame-bar" });
+  const frameField = h("div", { class: "rmq-ppp-framefield rmq-mono", "data-testid": "frame-field" });
+  const framePanel = h("div", { class: "rmq-ppp-seg rmq-ppp-wire" }, frameLabel, frameBar, frameField);
   const fileList = h("div", { class: "rmq-ppp-files" });
   const details = h("pre", { class: "rmq-ppp-details rmq-mono" });
   const detailsBox = h("details", { class: "rmq-ppp-more" }, h("summary", { text: "event fields" }), details);
@@ -91,7 +102,7 @@ function render({ model, el }) {
       h("label", { class: "rmq-ppp-speed" }, speed, " steps/s"),
       h("span", { class: "rmq-ppp-count" }, "step ", stepIndex, stepCount)),
     h("div", { class: "rmq-ppp-now" }, stage, thread, tstamp),
-    text, diagram,
+    text, diagram, framePanel,
     h("div", { class: "rmq-ppp-seg" }, fileLabel, bar, positions, strip),
     fileList, detailsBox);
 
@@ -100,7 +111,12 @@ function render({ model, el }) {
     steps = model.get("steps") || [];
     files = model.get("files") || [];
     boxes = model.get("boxes") || [];
+    const l = model.get("lanes");
+    lanes = l && l.length ? l : DEFAULT_LANES;
     table = model.get("field_table") || [];
+    frame = toBytes(model.get("frame"));
+    frameSpans = model.get("frame_spans") || [];
+    framePanel.style.display = frame.length ? "" : "none";
     appends = appendsByFile(steps, files);
     title.textContent = model.get("title") || "put path";
     subtitle.textContent = model.get("subtitle") || "";
@@ -120,9 +136,9 @@ function render({ model, el }) {
     boxEls.clear();
     const used = new Map();
     for (const s of steps) used.set(s.box, (used.get(s.box) || 0) + 1);
-    for (const lane of [0, 1]) {
-      const laneEl = h("div", { class: `rmq-ppp-lane rmq-ppp-lane${lane}` },
-        h("span", { class: "rmq-ppp-lanelabel rmq-muted", text: lane === 0 ? "put thread" : "after the lock" }));
+    for (const { lane, label } of lanes) {
+      const laneEl = h("div", { class: `rmq-ppp-lane rmq-ppp-lane${lane}`, "data-lane": String(lane) },
+        h("span", { class: "rmq-ppp-lanelabel rmq-muted", text: label }));
       const laneBoxes = boxes.filter((b) => b.lane === lane);
       laneBoxes.forEach((b, k) => {
         const n = used.get(b.id) || 0;
@@ -177,6 +193,7 @@ function render({ model, el }) {
     positions.setAttribute("data-file", file ? file.name : "");
     drawBar(s, file, w, c, f, animate);
     drawStrip(s);
+    if (frame.length) drawFrame(s);
     drawFiles();
     details.textContent = JSON.stringify(s.fields || {}, null, 1);
   }
@@ -233,6 +250,46 @@ function render({ model, el }) {
         style: { flexGrow: String(Math.max(n, total / 60)), background: colorOf(table, name) },
       }, h("span", { class: "rmq-ppp-fieldname", text: name })));
     }
+  }
+
+  /** The request frame the current step is in (or the last one before it): [start, end) in `frame`. */
+  function currentFrame() {
+    for (let k = i; k >= 0; k--) {
+      const fb = steps[k] && steps[k].frame_bytes;
+      if (fb && fb[0] === "frame") return [fb[1], fb[2]];
+    }
+    const first = steps.find((st) => st.frame_bytes && st.frame_bytes[0] === "frame");
+    return first ? [first.frame_bytes[1], first.frame_bytes[2]] : [0, frame.length];
+  }
+
+  function drawFrame(s) {
+    clear(frameBar);
+    clear(frameField);
+    const [a, b] = currentFrame();
+    const size = b - a;
+    frameLabel.textContent = `request frame · ${fmtInt(size)} bytes as the broker's decoder cut them`;
+    const cur = s.frame_bytes && s.frame_bytes[0] !== "frame" ? s.frame_bytes : null;
+    for (const [name, x, y, color] of frameSpans) {
+      if (x < a || y > b) continue;
+      const on = cur && cur[0] === name && cur[1] === x;
+      frameBar.appendChild(h("div", {
+        class: "rmq-ppp-fspan" + (on ? " active" : ""), "data-testid": "frame-span", "data-field": name,
+        title: `${name}: bytes ${x - a}–${y - a - 1}`, style: { left: pct(x - a, size), width: pct(y - x, size), background: color },
+      }));
+    }
+    if (!s.frame_bytes) {
+      frameField.appendChild(h("span", { class: "rmq-muted", text: "(the frame this put came from)" }));
+      return;
+    }
+    const [name, x, y] = s.frame_bytes;
+    const bytes = frame.subarray(x, Math.min(y, x + 48));
+    const hex = Array.from(bytes, hex2).join(" ");
+    const txt = Array.from(bytes, (c) => (c >= 32 && c < 127 ? String.fromCharCode(c) : "·")).join("");
+    frameField.setAttribute("data-field", name);
+    frameField.append(
+      h("span", { class: "rmq-ppp-ffname", text: `${name} [${fmtInt(x - a)}, ${fmtInt(y - a)}) ` }),
+      h("span", { class: "rmq-ppp-ffhex", text: hex + (y - x > 48 ? " …" : "") }),
+      h("span", { class: "rmq-ppp-fftext", text: ` ${txt}` }));
   }
 
   function drawFiles() {

@@ -1,23 +1,26 @@
 """PutPathPlayer: step through a recorded put path -- what the engine really did, stage by stage.
 
-A :class:`rmqstore.trace.RecordingTracer` attached to a store records one event per stage a
-put meets (encode, lock, mapped file, do_append with the byte ranges of every field, wrote
-position, unlock, group commit / async flush / commit, ...).  The player turns those events
-into *steps*: each highlights its stage on a diagram of the put path, shows the bytes that
-landed in the segment (coloured by field, from the layout table) and the three positions
-of the file -- wrote, committed, flushed -- after the step.
+A trace (:mod:`rmqstore.trace`) records one event per stage a put meets: with a send through
+the broker, first the request frame's bytes field by field and the send processor's checks,
+then the store's stages (encode, lock, mapped file, do_append with the byte ranges of every
+field, wrote position, unlock, group commit / async flush / commit, ...).  The player turns
+those events into *steps*: each highlights its stage on a diagram of the path, shows the
+bytes it is about -- the frame's field, or the record's fields that landed in the segment
+(coloured from the layout tables) -- and the three positions of the file (wrote, committed,
+flushed) after the step.
 
-The whole trace is synced state, and playing is done in JavaScript from that state, so the
-player works in a static HTML page with no kernel (:func:`rmqstore.widgets.to_html`).
+This module only adapts a trace to synced traits: the steps (JSON), the request frames'
+bytes (``frame``, a binary buffer) and their field spans; playing is done in JavaScript from
+that state, so the player works in a static HTML page with no kernel
+(:func:`rmqstore.widgets.to_html`).  Recording is the core's (:mod:`rmqstore.trace`):
 
-* :meth:`PutPathPlayer.record` runs a real store in a temporary directory with a tracer
-  attached (``store.commit_log.tracer = tracer`` before ``start()``; the flush and commit
-  services read it from the commitlog), puts the messages, waits until everything is
-  flushed (and committed), snapshots ``store.positions()`` and returns a player.
-* :meth:`PutPathPlayer.from_events` builds one from any recorded events.
-* :meth:`PutPathPlayer.compare` records the same messages under SYNC_FLUSH, ASYNC_FLUSH and
-  ASYNC_FLUSH with the transient store pool, and returns the three players side by side in
-  an ``ipywidgets.HBox``.
+* :meth:`PutPathPlayer.record` -- :func:`rmqstore.trace.record_put_path` (puts into a fresh
+  traced store) then :meth:`from_trace`;
+* :meth:`PutPathPlayer.record_send` -- :func:`rmqstore.trace.record_send` (request frames
+  to a fresh traced broker over TCP), the trace starting at the wire;
+* :meth:`PutPathPlayer.from_events` / :meth:`from_trace` -- a player of any recorded events;
+* :meth:`PutPathPlayer.compare` -- the same messages under SYNC_FLUSH, ASYNC_FLUSH and
+  ASYNC_FLUSH with the transient store pool, side by side in an ``ipywidgets.HBox``.
 
 How positions are replayed (:func:`replay`): each file's ``wrote`` moves with
 ``position.wrote`` / ``append.blank`` events, ``flushed`` with ``flush`` events, ``committed``
@@ -27,23 +30,43 @@ with ``commit`` events (without a write buffer RocketMQ never moves it: it stays
 
 from __future__ import annotations
 
-import copy
-import shutil
-import tempfile
-import time
-
 import anywidget
 import traitlets as t
 
-from ._assets import css, esm
-from ._common import FIELD_TABLE, i64
+from rmqstore.trace import DEMO_CONFIG, MODES, SEND_STAGES, PutPathTrace, demo_messages, record_put_path, record_send
 
-__all__ = ["PutPathPlayer", "build_steps", "replay", "BOXES", "DEMO_CONFIG", "MODES", "demo_messages"]
+from ._assets import css, esm
+from ._common import FIELD_TABLE, _palette, i64
+
+__all__ = ["PutPathPlayer", "build_steps", "build_frames", "replay", "BOXES", "LANES", "DEMO_CONFIG", "MODES", "demo_messages"]
 
 _SAFE = 2**53
 
-#: the diagram: (box id, label, lane, stages); lane 0 is the put thread, lane 1 what follows
+#: the diagram's rows, top to bottom; an optional lane is left out of a trace that has no step in it
+LANES = [
+    {"lane": 2, "label": "the wire: the request frame, field by field", "optional": True},
+    {"lane": 3, "label": "the broker: SendMessageProcessor", "optional": True},
+    {"lane": 0, "label": "put thread", "optional": False},
+    {"lane": 1, "label": "after the lock", "optional": False},
+]
+
+#: the diagram: (box id, label, lane, stages); lanes as in :data:`LANES`
 BOXES = [
+    {"id": "frame", "label": "frame", "lane": 2, "stages": ["wire.frame", "wire.length", "wire.header_meta"],
+     "doc": "the decoder cuts a frame once 4 + length bytes are there; then serialize type << 24 | header length"},
+    {"id": "header", "label": "header", "lane": 2, "stages": ["wire.header"],
+     "doc": "the RemotingCommand: code, language, version, opaque, flag, remark (JSON or ROCKETMQ binary)"},
+    {"id": "ext_fields", "label": "extFields", "lane": 2, "stages": ["wire.ext_field", "wire.properties"],
+     "doc": "the custom header; SEND_MESSAGE_V2 names its fields a..n (SendMessageRequestHeaderV2)"},
+    {"id": "body", "label": "body", "lane": 2, "stages": ["wire.body"], "doc": "the message body, as sent"},
+    {"id": "send_checks", "label": "send checks", "lane": 3,
+     "stages": [s for s in SEND_STAGES if s not in ("send.message", "send.response")],
+     "doc": "msgCheck: broker writable, topic name, system topic, topic config (or auto-create), queue id, "
+            "topic writable; a retry topic past its max reconsume times goes to the DLQ"},
+    {"id": "inner_message", "label": "inner message", "lane": 3, "stages": ["send.message"],
+     "doc": "the message the store gets: properties + CLUSTER - WAIT, born host = the connection's peer"},
+    {"id": "send_response", "label": "response", "lane": 3, "stages": ["send.response"],
+     "doc": "the store's status mapped to a response code; msgId, queueId, queueOffset"},
     {"id": "checks", "label": "checks", "lane": 0, "stages": ["put.begin", "check.store_status", "check.message"],
      "doc": "store state (shut down, slave, not writeable, page cache busy), then the message"},
     {"id": "encode", "label": "encode", "lane": 0, "stages": ["encode"],
@@ -74,37 +97,6 @@ BOXES = [
 
 _STAGE_BOX = {stage: b["id"] for b in BOXES for stage in b["stages"]}
 _FLUSH_BOX = {b["flush_by"]: b["id"] for b in BOXES if "flush_by" in b}
-
-#: defaults of :meth:`PutPathPlayer.record`: small files so a rollover shows, short intervals
-#: so the background services act within the trace
-DEMO_CONFIG = {
-    "mapped_file_size_commit_log": 4096,
-    "pre_fault_mapped_file": False,
-    "flush_interval_commit_log": 50,
-    "flush_commit_log_least_pages": 0,
-    "commit_interval_commit_log": 50,
-    "commit_commit_log_least_pages": 0,
-    "message_index_enable": False,
-}
-
-#: the configurations :meth:`PutPathPlayer.compare` plays side by side
-MODES = {
-    "SYNC_FLUSH": {"flush_disk_type": "SYNC_FLUSH", "transient_store_pool_enable": False},
-    "ASYNC_FLUSH": {"flush_disk_type": "ASYNC_FLUSH", "transient_store_pool_enable": False},
-    "TRANSIENT_STORE_POOL": {"flush_disk_type": "ASYNC_FLUSH", "transient_store_pool_enable": True},
-}
-
-
-def demo_messages(n: int = 12):
-    """``n`` messages of a few sizes (the 4 KiB demo segment rolls over after ~10)."""
-    from rmqstore import Message
-
-    sizes = [120, 300, 40, 700, 200, 520]
-    return [Message("TopicDemo", bytes((i * 7 + k) % 26 + 97 for k in range(sizes[i % len(sizes)])), queue_id=i % 2,
-                    properties=f"KEYS\x01order-{i}\x02TAGS\x01Tag{i % 3}", born_host="192.0.2.10:40000",
-                    born_timestamp=1_795_000_000_000 + i)
-            for i in range(n)]
-
 
 # -- events -> steps ------------------------------------------------------------------------
 
@@ -137,9 +129,58 @@ def _describe(e: dict) -> str:
         return f"{e.get('stage')}: {extra}" if extra else str(e.get("stage"))
 
 
+def _describe_broker(e: dict) -> str | None:
+    """A wire or send-processor stage in one sentence (None: not one of those)."""
+    s, g = e["stage"], e.get
+    if s == "wire.frame":
+        return (f"the connection's decoder cut a {g('size', 0):,}-byte frame: {g('code_name')} ({g('code')}) "
+                f"from {g('language')}, opaque {g('opaque')}, {g('serialize_type')} header")
+    if s == "wire.length":
+        return f"length {g('value'):,}: the bytes after this field (4 + header length + body length)"
+    if s == "wire.header_meta":
+        return f"serialize type {g('serialize_type')} in the high byte, header length {g('header_length'):,}"
+    if s == "wire.header":
+        return f"header member {g('field')} = {g('value')}"
+    if s in ("wire.ext_field", "wire.properties"):
+        named = f"extFields.{g('key')} ({g('name')})" if g("name") != g("key") else f"extFields.{g('key')}"
+        if s == "wire.properties":
+            props = ", ".join(f"{k}={v}" for k, v in (g("properties") or {}).items())
+            return f"{named}: the message properties: {props}"
+        return f"{named} = {g('value')}"
+    if s == "wire.body":
+        return f"the body: {g('size', 0):,} bytes"
+    if s.startswith("send.check."):
+        what = s[len("send.check."):].replace("_", " ")
+        detail = ", ".join(f"{k}={v}" for k, v in e.items()
+                           if k not in ("seq", "t_ns", "thread", "stage", "status", "remark"))
+        outcome = "OK" if g("status") == "OK" else f"{g('status')} {g('remark', '')}".strip()
+        return f"check {what} ({detail}): {outcome}"
+    if s == "send.queue_picked":
+        return f"queue id < 0: picked writable queue {g('queue_id')} of {g('write_queue_nums')}"
+    if s == "send.retry_or_dlq":
+        return (f"retry topic {g('topic')}: reconsumed {g('reconsume_times')} of {g('max_reconsume_times')} "
+                f"times -> {g('to')}")
+    if s == "send.message":
+        half = " -- a half message, parked in RMQ_SYS_TRANS_HALF_TOPIC" if g("half") else ""
+        return (f"the inner message for {g('topic')}/{g('queue_id')}: {g('body_size', 0):,}-byte body, properties "
+                f"+ CLUSTER - WAIT, born host {g('born_host')}{half}")
+    if s == "send.response":
+        where = f": msgId {g('msgId')}, queue offset {g('queueOffset')}" if g("msgId") else ""
+        remark = f" ({g('remark')})" if g("remark") else ""
+        return f"answered {g('code_name')} ({g('code')}){remark}{where}"
+    return None
+
+
 def _describe_stage(e: dict) -> str:
     s = e["stage"]
     g = e.get
+    said = _describe_broker(e)
+    if said is not None:
+        return said
+    if s == "check.message":
+        if g("status") not in (None, "OK"):
+            return f"the store refused the message: {g('status')} {g('message', '')}".strip()
+        return "the message passes the store's checks: topic, queue id, properties at most 32,767 characters"
 
     def name(pos):
         return f"{pos['file']:020d}" if pos else "?"
@@ -148,7 +189,8 @@ def _describe_stage(e: dict) -> str:
         if g("status") not in (None, "OK"):
             return f"encode refused the message: {g('status')} {g('message', '')}".strip()
         extra = " (delay rewrite to SCHEDULE_TOPIC_XXXX)" if g("delay_rewrite") else ""
-        return f"encoded a {g('length', '?'):,}-byte record for {g('topic')}/{g('queue_id')} outside the lock{extra}"
+        return (f"encoded a {g('length', '?'):,}-byte record for {g('topic')}/{g('queue_id')} outside the lock "
+                f"(body within max_message_size, properties within 32,767 bytes){extra}")
     if s == "lock.acquire":
         return f"took the put lock ({g('lock', '')})"
     if s == "mapped_file.found":
@@ -231,6 +273,7 @@ def build_steps(events) -> tuple[list[dict], list[dict]]:
     """
     events = sorted(events, key=lambda e: e.get("seq", 0))
     t0 = events[0]["t_ns"] if events and "t_ns" in events[0] else 0
+    frame_base, frame_end = 0, 0  # where the current request frame starts in the ``frame`` buffer
     table: dict[int, dict] = {}
     files: list[int] = []
     index: dict[int, int] = {}
@@ -249,6 +292,12 @@ def build_steps(events) -> tuple[list[dict], list[dict]]:
                 "t_us": round((e.get("t_ns", t0) - t0) / 1000.0, 1), "text": _describe(e)}
         ranges = []
         about = touched
+        if stage == "wire.frame":
+            frame_base, frame_end = frame_end, frame_end + len(e.get("data") or b"")
+            step["frame_bytes"] = ["frame", frame_base, frame_end]
+        elif stage.startswith("wire.") and e.get("span"):
+            a, b = e["span"]
+            step["frame_bytes"] = [_wire_name(e), frame_base + a, frame_base + b]
         if stage == "append.record":
             recs = e.get("records") or []
             for r in recs:
@@ -284,11 +333,41 @@ def build_steps(events) -> tuple[list[dict], list[dict]]:
         if ranges:
             step["bytes"] = ranges
         step["fields"] = _jsonable({k: v for k, v in e.items()
-                                    if k not in ("seq", "t_ns", "thread", "stage", "records")})
+                                    if k not in ("seq", "t_ns", "thread", "stage", "records", "data")})
         steps.append(step)
     file_rows = [{"from": i64(f), "name": f"{f:020d}", "size": table[f]["size"],
                   "write_buffer": bool(table[f]["write_buffer"])} for f in files]
     return file_rows, steps
+
+
+def _wire_name(e: dict) -> str:
+    """The frame field a wire event is about, as :func:`rmqstore.remoting.frame_field_spans` names it."""
+    stage = e["stage"]
+    if stage in ("wire.ext_field", "wire.properties"):
+        return f"extFields.{e.get('key')}"
+    if stage == "wire.header":
+        return str(e.get("field"))
+    return stage[len("wire."):]
+
+
+def build_frames(events) -> tuple[bytes, list[list]]:
+    """``(data, spans)``: the request frames of a trace end to end, and ``[name, start, end, colour]``
+    of each of their fields (positions in ``data``; colours as FrameView gives them)."""
+    data, spans, fields = bytearray(), [], []
+    for e in sorted(events, key=lambda e: e.get("seq", 0)):
+        if e["stage"] == "wire.frame":
+            _colour(spans, fields)
+            fields = []
+            base = len(data)
+            data += e.get("data") or b""
+        elif e["stage"].startswith("wire.") and e.get("span"):
+            fields.append([_wire_name(e), base + e["span"][0], base + e["span"][1]])
+    _colour(spans, fields)
+    return bytes(data), spans
+
+
+def _colour(out: list, fields: list) -> None:
+    out += [f + [c] for f, c in zip(fields, _palette(max(len(fields), 1)))]
 
 
 def _file_of(offset: int, table: dict) -> int | None:
@@ -306,10 +385,14 @@ class PutPathPlayer(anywidget.AnyWidget):
 
     title = t.Unicode("").tag(sync=True)
     subtitle = t.Unicode("").tag(sync=True)
+    lanes = t.List().tag(sync=True)
     boxes = t.List().tag(sync=True)
     files = t.List().tag(sync=True)
     steps = t.List().tag(sync=True)
     field_table = t.List().tag(sync=True)
+    #: the trace's request frames end to end (a binary buffer), and their fields' spans and colours
+    frame = t.Bytes(b"").tag(sync=True)
+    frame_spans = t.List().tag(sync=True)
     step = t.Int(0).tag(sync=True)
     speed = t.Float(4.0).tag(sync=True)
     autoplay = t.Bool(False).tag(sync=True)
@@ -317,75 +400,56 @@ class PutPathPlayer(anywidget.AnyWidget):
     def __init__(self, **kwargs):
         kwargs.setdefault("field_table", FIELD_TABLE)
         kwargs.setdefault("boxes", BOXES)
+        kwargs.setdefault("lanes", LANES)
         super().__init__(**kwargs)
+        self.trace = PutPathTrace([])
         self.events: list[dict] = []
-        self.results: list = []
-        self.final_positions: list[dict] | None = None
-        self.config: dict = {}
 
     @classmethod
     def from_events(cls, events, *, title: str = "put path", subtitle: str = "") -> "PutPathPlayer":
         """A player over recorded tracer events (``RecordingTracer.events``)."""
-        events = [dict(e) for e in events]
+        return cls.from_trace(PutPathTrace([dict(e) for e in events], title=title, subtitle=subtitle))
+
+    @classmethod
+    def from_trace(cls, trace: PutPathTrace, *, title: str | None = None) -> "PutPathPlayer":
+        """A player of a :class:`rmqstore.trace.PutPathTrace` (its events, title and subtitle)."""
+        events = sorted(trace.events, key=lambda e: e.get("seq", 0))
         files, steps = build_steps(events)
-        player = cls(title=title, subtitle=subtitle, files=files, steps=steps)
-        player.events = sorted(events, key=lambda e: e.get("seq", 0))
+        frame, spans = build_frames(events)
+        used = {b["lane"] for b in BOXES if any(s["box"] == b["id"] for s in steps)}
+        lanes = [lane for lane in LANES if not lane["optional"] or lane["lane"] in used]
+        shown = {lane["lane"] for lane in lanes}
+        player = cls(title=title or trace.title, subtitle=trace.subtitle, files=files, steps=steps, frame=frame,
+                     frame_spans=spans, lanes=lanes, boxes=[b for b in BOXES if b["lane"] in shown])
+        player.trace = trace
+        player.events = events
         return player
 
     @classmethod
-    def record(cls, config_kwargs: dict | None = None, messages=None, *, root=None, settle_timeout: float = 5.0,
-               title: str | None = None, clock=None) -> "PutPathPlayer":
-        """Run a real store with a tracer, put ``messages``, return a player of what happened.
+    def record(cls, config_kwargs: dict | None = None, messages=None, *, title: str | None = None,
+               **record_kwargs) -> "PutPathPlayer":
+        """Put ``messages`` into a fresh traced store and play the trace (:func:`rmqstore.trace.record_put_path`)."""
+        return cls.from_trace(record_put_path(config_kwargs, messages, **record_kwargs), title=title)
 
-        ``config_kwargs`` override :data:`DEMO_CONFIG` (a :class:`~rmqstore.StoreConfig`'s
-        fields); ``messages`` are :class:`~rmqstore.Message`/:class:`~rmqstore.MessageBatch`
-        objects, a count of demo messages, or None (12 demo messages).  The store lives in a
-        temporary directory (removed afterwards) unless ``root`` is given.  After the puts the
-        recorder waits (up to ``settle_timeout`` s) until every byte is committed and flushed,
-        then snapshots ``store.positions()`` into :attr:`final_positions` before shutting
-        down; :attr:`results` holds each put's ``PutMessageResult``.
-        """
-        from rmqstore import MessageBatch, MessageStore, StoreConfig
-        from rmqstore.trace import RecordingTracer
+    @classmethod
+    def record_send(cls, frames=None, config_kwargs: dict | None = None, *, title: str | None = None,
+                    **record_kwargs) -> "PutPathPlayer":
+        """Send request frames to a fresh traced broker and play the trace from the wire
+        (:func:`rmqstore.trace.record_send`)."""
+        return cls.from_trace(record_send(frames, config_kwargs, **record_kwargs), title=title)
 
-        cfg_kwargs = {**DEMO_CONFIG, **(config_kwargs or {})}
-        if messages is None:
-            messages = demo_messages()
-        elif isinstance(messages, int):
-            messages = demo_messages(messages)
-        messages = [copy.copy(m) for m in messages]
-        tmp = root is None
-        root = tempfile.mkdtemp(prefix="rmq-put-path-") if tmp else str(root)
-        config = StoreConfig(**cfg_kwargs)
-        store = MessageStore(root, config, **({"clock": clock} if clock else {}))
-        tracer = RecordingTracer()
-        holders = _tracer_holders(store)
-        for obj in holders:
-            obj.tracer = tracer
-        results = []
-        final = None
-        try:
-            store.start()
-            for m in messages:
-                results.append(store.put_messages(m) if isinstance(m, MessageBatch) else store.put_message(m))
-            _settle(store, settle_timeout)
-            final = store.positions()
-        finally:
-            for obj in _tracer_holders(store):
-                obj.tracer = None
-            try:
-                store.shutdown()
-            finally:
-                if tmp:
-                    shutil.rmtree(root, ignore_errors=True)
-        mode = _mode_name(config)
-        player = cls.from_events(tracer.events, title=title or mode,
-                                 subtitle=f"{len(messages)} put(s), {config.mapped_file_size_commit_log:,}-byte files, "
-                                          f"{mode}")
-        player.results = results
-        player.final_positions = final
-        player.config = cfg_kwargs
-        return player
+    @property
+    def results(self) -> list:
+        """The store's ``PutMessageResult`` of each put (a recorded store trace)."""
+        return self.trace.results
+
+    @property
+    def final_positions(self) -> list[dict] | None:
+        return self.trace.final_positions
+
+    @property
+    def config(self) -> dict:
+        return self.trace.config
 
     @classmethod
     def compare(cls, messages=None, config_kwargs: dict | None = None, modes=tuple(MODES), **record_kwargs):
@@ -419,42 +483,3 @@ class PutPathPlayer(anywidget.AnyWidget):
 
     def stages(self) -> list[str]:
         return [s["stage"] for s in self.steps]
-
-
-def _tracer_holders(store) -> list:
-    """Everything of a store that reads a ``tracer`` attribute (the flush services read the commitlog's)."""
-    out = [store.commit_log]
-    for name in ("allocate_service", "reput_message_service"):
-        obj = getattr(store, name, None)
-        if obj is not None and hasattr(obj, "tracer"):
-            out.append(obj)
-    if hasattr(store, "tracer"):
-        out.append(store)
-    return out
-
-
-def _mode_name(config) -> str:
-    name = config.flush_disk_type.value
-    if config.is_transient_store_pool_enabled:
-        name += " + transient store pool"
-    return name
-
-
-def _settle(store, timeout: float) -> bool:
-    """Wait until everything written is committed (with a pool) and flushed; poke the services."""
-    queue = store.commit_log.mapped_file_queue
-    pool = store.transient_store_pool is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        target = queue.get_max_wrote_position()
-        if queue.flushed_where >= target and (not pool or queue.committed_where >= target):
-            if hasattr(store, "wait_dispatched"):
-                store.wait_dispatched(max(0.0, deadline - time.monotonic()))
-            time.sleep(0.02)  # let a service that just acted record its event
-            return True
-        for svc in (store.commit_service, store.flush_service, store.group_commit_service):
-            if svc is not None:
-                svc.wakeup()
-        time.sleep(0.005)
-    return False
-

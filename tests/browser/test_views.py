@@ -404,11 +404,18 @@ def standalone_pages(tmp_path_factory):
     for name, view in pages.items():
         widgets.to_html(view, out / f"{name}.html", title=name)
     widgets.to_html(list(pages.values()), out / "all.html", title="all views")
+    if hasattr(widgets.PutPathPlayer, "record_send"):  # the put path from the wire: a send through the broker
+        from rmqstore.trace import send_frame
+
+        sender = widgets.PutPathPlayer.record_send(send_frame("WireViewTopic", b"from the wire"), PLAYER_CONFIG)
+        expected["SEND_PLAYER"] = player_expectations(sender.trace.events)
+        expected["WIRE"] = wire_expectations(sender.trace.events)
+        widgets.to_html(sender, out / "send_player.html", title="send_player")
     return out, expected
 
 
-@pytest.mark.parametrize("name", ["segment_view", "record_view", "put_path_player", "store_inspector",
-                                  "replication_view"])
+@pytest.mark.parametrize("name", ["segment_view", "record_view", "put_path_player", "send_player",
+                                  "store_inspector", "replication_view"])
 def test_to_html_page(name, page, standalone_pages, static_server, snap, page_errors, external_requests):
     out, expected = standalone_pages
     if not (out / f"{name}.html").exists():
@@ -417,10 +424,49 @@ def test_to_html_page(name, page, standalone_pages, static_server, snap, page_er
     {"segment_view": lambda: check_segments(page, expected["SEGMENTS"], snap),
      "record_view": lambda: check_record_hover(page, expected["RECORD"], snap),
      "put_path_player": lambda: check_player(page, expected["PLAYER"], snap),
+     "send_player": lambda: (check_wire(page, expected["WIRE"], snap), check_player(page, expected["SEND_PLAYER"])),
      "store_inspector": lambda: check_inspector(page, expected, snap),
      "replication_view": lambda: check_replication(page, expected["REPLICATION"], snap)}[name]()
     assert not external_requests, external_requests
     assert not page_errors, page_errors
+
+
+def wire_expectations(events) -> dict:
+    """The wire steps of a send trace, from the raw events: index, stage, field name, its bytes in hex."""
+    events = sorted(events, key=lambda e: e.get("seq", 0))
+    frame = next(e["data"] for e in events if e["stage"] == "wire.frame")
+    out = []
+    for i, e in enumerate(events):
+        if e["stage"] in ("wire.header", "wire.ext_field", "wire.properties") and e.get("span"):
+            name = e["field"] if e["stage"] == "wire.header" else f"extFields.{e['key']}"
+            a, b = e["span"]
+            out.append([i, e["stage"], name, frame[a:min(b, a + 48)].hex(" ").upper(), e.get("name", "")])
+    return {"frame_size": len(frame), "fields": out}
+
+
+def check_wire(scope, wire, snap=None):
+    """The wire lane renders: its boxes, and each header member / extFields entry step shows its bytes."""
+    player = scope.get_by_test_id("put-path-player").first
+    player.wait_for()
+    labels = player.locator("[data-lane='2'] [data-testid='stage-box']").all_text_contents()
+    assert [t.rstrip("0123456789–") for t in labels] == ["frame", "header", "extFields", "body"]
+    assert player.get_by_test_id("frame-span").count() > 10
+    scrub = player.get_by_test_id("scrub")
+    for i, stage, name, hexed, long_name in wire["fields"]:
+        scrub.fill(str(i))
+        wait_until(lambda: player_state(player)["index"] == i, message=f"scrub to {i}")
+        assert player_state(player)["stage"] == stage
+        field = player.get_by_test_id("frame-field")
+        assert field.get_attribute("data-field") == name
+        assert hexed in field.inner_text()
+        assert player.locator("[data-testid='frame-span'].active").get_attribute("data-field") == name
+        if name == "extFields.b":  # the topic, named with its long name
+            assert long_name == "topic" and "(topic)" in player.get_by_test_id("step-text").inner_text()
+            if snap:
+                snap("send-player-topic", player)
+    assert {"code", "extFields.b", "extFields.i"} <= {n for _, _, n, _, _ in wire["fields"]}
+    scrub.fill("0")  # back to the first step, where check_player starts
+    wait_until(lambda: player_state(player)["index"] == 0, message="scrub back to 0")
 
 
 def test_to_html_all_views_on_one_page(page, standalone_pages, static_server, snap, page_errors,
