@@ -161,7 +161,9 @@ def test_notebooks_run_in_the_main_jobs_environment():
     kernel = notebook_kernel()
     assert kernel != "python3", "RMQSTORE_NOTEBOOK_KERNEL names the main job's kernel"
     python = _kernel_python(kernel)
-    assert os.path.realpath(python) != os.path.realpath(sys.executable)
+    prefix = subprocess.run([python, "-c", "import sys; print(sys.prefix)"], capture_output=True, text=True,
+                            check=True).stdout.strip()
+    assert prefix != sys.prefix, "the kernel runs in an environment of its own"
     probe = ("import importlib.util as u, json; print(json.dumps({m: u.find_spec(m) is not None "
              "for m in ['rmqstore', 'jupyterlab', 'pytest', 'hypothesis', 'playwright']}))")
     found = json.loads(subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True).stdout)
