@@ -76,6 +76,7 @@ from .crc import crc32
 from .errors import RmqStoreError
 from .progress import ProgressBar, isatty
 from .store_dir import infer_config
+from .store_paths import COMMITLOG_DIR, commitlog_dir
 from .scan import CommitLogScan, find_commitlog_dir, list_segments
 
 __all__ = ["main", "COMMANDS", "Command", "CliError", "Streams"]
@@ -251,7 +252,7 @@ def _config_like(path: str, explicit: dict) -> StoreConfig:
         return config
     size = _segment_size_of(path)  # a commitlog directory, or a store root
     commitlog = find_commitlog_dir(path)
-    root = os.path.dirname(commitlog) if os.path.basename(commitlog) == "commitlog" else None
+    root = os.path.dirname(commitlog) if os.path.basename(commitlog) == COMMITLOG_DIR else None
     if root is None:  # a bare commitlog directory: nothing else to copy sizes from
         return StoreConfig(mapped_file_size_commit_log=size, **explicit)
     try:
@@ -570,7 +571,7 @@ def _open_read_only(path: str):
         root = resolve_store_root(path)
     except RmqStoreError as exc:
         raise CliError(str(exc)) from None
-    if not os.path.isdir(os.path.join(root, "commitlog")):
+    if not os.path.isdir(commitlog_dir(root)):
         raise CliError(f"{root}: not a store (no commitlog/ directory)")
     try:
         return open_store(root, read_only=True)
@@ -879,7 +880,7 @@ def _verify(args: argparse.Namespace, io: Streams) -> int:
         root = resolve_store_root(args.store)
     except RmqStoreError as exc:
         raise CliError(str(exc)) from None
-    if not os.path.isdir(os.path.join(root, "commitlog")):
+    if not os.path.isdir(commitlog_dir(root)):
         raise CliError(f"{root}: not a store (no commitlog/ directory)")
     try:
         store = open_store(root, read_only=True)

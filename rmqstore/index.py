@@ -29,7 +29,6 @@ log are dropped (a power cut can lose commitlog pages the index file kept).
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
 import struct
@@ -40,6 +39,7 @@ from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, OS_PAGE_SIZE
 from .mapped_file import disk_problem, reserve_space
 from .store_dir import list_store_files
+from .store_paths import index_dir, index_file_name  # (index_file_name re-exported)
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 
@@ -62,12 +62,6 @@ def index_key_hash(key: str) -> int:
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return _HEADER.size + hash_slot_num * 4 + index_num * INDEX_ENTRY.size
-
-
-def index_file_name(millis: int, tz=None) -> str:
-    """``UtilAll.timeMillisToHumanString``: yyyyMMddHHmmssSSS in local time (or ``tz``)."""
-    dt = datetime.datetime.fromtimestamp(millis / 1000.0, tz)
-    return dt.strftime("%Y%m%d%H%M%S") + f"{millis % 1000:03d}"
 
 
 class IndexFile:
@@ -351,7 +345,7 @@ class IndexService:
 
     def __init__(self, root: str, hash_slot_num: int, index_num: int, *, clock=None, checkpoint=None,
                  read_only: bool = False, tz=None):
-        self.store_path = os.path.join(root, "index")
+        self.store_path = index_dir(root)
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)

@@ -56,6 +56,8 @@ from .config import StoreConfig
 from .errors import CorruptRecordError, StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER
 from .record import decode_record
+from .store_paths import (NAME_DIGITS, commitlog_dir, consume_queue_dir, consume_queue_ids, consume_queue_root,
+                          index_dir, is_commitlog_dir, parse_file_name)
 
 __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "consume_queue_file_size",
            "index_dimensions", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
@@ -66,7 +68,6 @@ __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "cons
 MAX_FILE_SIZE = 2**31 - 1
 #: the largest offset a log can reach (offsets are ``long``)
 MAX_OFFSET = 2**63 - 1
-_NAME_DIGITS = {"segment": 20, "index": 17}
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,6 @@ class FolderListing:
         if self.unusable:
             raise self.unusable[0].error()
         return self
-
-
-def parse_file_name(name: str, kind: str = "segment") -> int | None:
-    """The number a store file's name spells, or None when ``name`` is not one (see the module doc)."""
-    if len(name) != _NAME_DIGITS[kind] or not name.isascii() or not name.isdigit():
-        return None
-    return int(name)
 
 
 def grid_problem(offset: int, file_size: int) -> str | None:
@@ -182,7 +176,7 @@ def list_store_files(directory, kind: str = "segment") -> FolderListing:
         return FolderListing(directory)
     except OSError as exc:
         raise StoreError(f"{directory}: cannot list the folder: {exc.strerror}") from None
-    digits = _NAME_DIGITS[kind]
+    digits = NAME_DIGITS[kind]
     files, strays, unusable = [], [], []
     for name in names:
         path = os.path.join(directory, name)
@@ -240,10 +234,9 @@ def resolve_store_root(path) -> str:
     """The store root of ``path``: itself, ``path/store`` for a fixture folder (a fixture: <name>/store),
     or the store whose ``commitlog/`` folder ``path`` is (what ``rmqstore dump`` also accepts)."""
     root = os.fspath(path)
-    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
+    if os.path.isdir(commitlog_dir(os.path.join(root, "store"))) and not os.path.isdir(commitlog_dir(root)):
         root = os.path.join(root, "store")
-    elif os.path.basename(os.path.normpath(root)) == "commitlog" and os.path.isdir(root) \
-            and not os.path.isdir(os.path.join(root, "commitlog")):
+    elif is_commitlog_dir(root) and os.path.isdir(root) and not os.path.isdir(commitlog_dir(root)):
         root = os.path.dirname(os.path.normpath(root)) or "."
     if not os.path.exists(root):
         raise StoreError(f"{root}: no such store directory")
@@ -277,7 +270,7 @@ def commitlog_segment_size(root: str) -> int | None:
     random bytes says nothing about the segment size, and a store made of such files alone
     is refused.
     """
-    d = os.path.join(root, "commitlog")
+    d = commitlog_dir(root)
     files = list_store_files(d).check().files
     sizes = {f.size for f in files}
     if not sizes:
@@ -295,8 +288,6 @@ def commitlog_segment_size(root: str) -> int | None:
 
 def consume_queue_file_size(root: str) -> int | None:
     """The size of consume-queue files (the first queue directory that has any)."""
-    from .consume_queue import consume_queue_dir, consume_queue_ids  # it imports this module
-
     for topic, qid in consume_queue_ids(root):
         files = list_store_files(consume_queue_dir(root, topic, qid)).check().files
         if files:
@@ -322,7 +313,7 @@ def index_size(slots: int, entries: int) -> int:
 
 
 def _index_files(root: str) -> list[str]:
-    d = os.path.join(root, "index")
+    d = index_dir(root)
     return [f.path for f in list_store_files(d, "index").check().files]
 
 
@@ -422,7 +413,7 @@ def index_dimensions(root: str, *, slots: int | None = None, entries: int | None
     # a 0-byte file is an index file a kill or a full disk interrupted between creating and
     # sizing it: it holds nothing, and the index reader skips it with a warning (IndexService.load)
     paths = [p for p in _index_files(root) if os.path.getsize(p)]
-    d = os.path.join(root, "index")
+    d = index_dir(root)
     if not paths:
         return (slots, entries) if slots is not None and entries is not None else None
     sizes = {os.path.getsize(p) for p in paths}
@@ -501,7 +492,7 @@ def infer_config(root: str, base: StoreConfig | None = None, *, cq_file_size: in
         changes["mapped_file_size_commit_log"] = size
     cq = consume_queue_file_size(root)
     if cq is not None and cq_file_size is not None and cq != cq_file_size:
-        raise StoreError(f"{os.path.join(root, 'consumequeue')}: consume-queue files are {cq} bytes, "
+        raise StoreError(f"{consume_queue_root(root)}: consume-queue files are {cq} bytes, "
                          f"not {cq_file_size}")
     cq = cq if cq is not None else cq_file_size
     if cq is not None:

@@ -35,6 +35,8 @@ import time
 import anywidget
 import traitlets as t
 
+from rmqstore.store_paths import offset_to_file_name
+
 from ._assets import css, esm
 from ._common import FIELD_TABLE, i64
 
@@ -142,7 +144,7 @@ def _describe_stage(e: dict) -> str:
     g = e.get
 
     def name(pos):
-        return f"{pos['file']:020d}" if pos else "?"
+        return offset_to_file_name(pos['file']) if pos else "?"
 
     if s == "encode":
         if g("status") not in (None, "OK"):
@@ -286,7 +288,7 @@ def build_steps(events) -> tuple[list[dict], list[dict]]:
         step["fields"] = _jsonable({k: v for k, v in e.items()
                                     if k not in ("seq", "t_ns", "thread", "stage", "records")})
         steps.append(step)
-    file_rows = [{"from": i64(f), "name": f"{f:020d}", "size": table[f]["size"],
+    file_rows = [{"from": i64(f), "name": offset_to_file_name(f), "size": table[f]["size"],
                   "write_buffer": bool(table[f]["write_buffer"])} for f in files]
     return file_rows, steps
 
