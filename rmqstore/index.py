@@ -38,7 +38,7 @@ import time
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, OS_PAGE_SIZE
 from .mapped_file import disk_problem, reserve_space
-from .store_dir import list_store_files
+from .store_dir import file_is_all_zero, list_store_files
 from .store_paths import index_dir, index_file_name  # (index_file_name re-exported)
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
@@ -387,8 +387,6 @@ class IndexService:
         A kill or a full disk between creating an index file and sizing it leaves a short
         file of zeros; it holds no entry.  RocketMQ refuses to load such a store.
         """
-        from .recovery import file_is_all_zero
-
         size = os.path.getsize(path)
         if not os.path.isfile(path) or not file_is_all_zero(path):
             if self.read_only:

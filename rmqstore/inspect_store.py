@@ -41,7 +41,7 @@ from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2,
 from .properties import string_to_properties
 from .reading import NoRecordAt, decode_record_at, record_keys  # (record_keys re-exported)
 from .record import MessageRecord, decode_message_id, decode_record
-from .store_dir import list_store_files
+from .store_dir import count_nonzero, data_extents, list_store_files
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
 
@@ -51,7 +51,6 @@ __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "fi
 _HEAD = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_CHUNK = 1 << 20
 #: RocketMQ's disk thresholds (MessageStoreConfig / DefaultMessageStore.CleanCommitLogService)
 DISK_MAX_USED_SPACE_RATIO = 0.75  # diskMaxUsedSpaceRatio = 75: files are deleted early above it
 DISK_WARNING_RATIO = 0.90  # diskSpaceWarningLevelRatio: the store stops accepting writes above it
@@ -73,14 +72,6 @@ def iso_time(millis) -> str | None:
 
 
 # -- segments ----------------------------------------------------------------------------------------
-
-def _count_nonzero(buf, start: int, end: int) -> int:
-    n = 0
-    for pos in range(start, end, _CHUNK):
-        chunk = buf[pos:min(end, pos + _CHUNK)]
-        n += len(chunk) - chunk.count(0)
-    return n
-
 
 def _probe_segment(path: str, size: int) -> dict:
     """Walk record headers of one commitlog file: records, time range, how it ends."""
@@ -109,14 +100,14 @@ def _probe_segment(path: str, size: int) -> dict:
             total, magic = _HEAD.unpack_from(buf, pos)
             if total == 0 and magic == 0:
                 out["end"] = "unwritten"
-                nz = _count_nonzero(buf, pos, size)
+                nz = count_nonzero(buf, pos, size, data_extents(fd, size))
                 if nz:
                     out["nonZeroAfterEnd"] = nz
                 break
             if magic == BLANK_MAGIC_CODE:
                 tail = pos + 8
                 out["blank"] = {"pos": pos, "declaredSize": total, "reachesFileEnd": pos + total == size,
-                                "tailNonZeroBytes": _count_nonzero(buf, min(tail, size), size)}
+                                "tailNonZeroBytes": count_nonzero(buf, min(tail, size), size, data_extents(fd, size))}
                 out["end"] = "blank"
                 pos = size
                 break

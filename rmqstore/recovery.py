@@ -139,7 +139,7 @@ from .errors import CorruptRecordError
 from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION,
                      store_timestamp_position)
 from .record import decode_record
-from .store_dir import list_store_files
+from .store_dir import file_is_all_zero, list_store_files  # (file_is_all_zero re-exported)
 from .store_paths import checkpoint_path, commitlog_dir
 
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
@@ -492,17 +492,6 @@ def recover(store, last_exit_ok: bool) -> int:
 
 
 # -- leftovers of a kill --------------------------------------------------------------------
-def file_is_all_zero(path: str) -> bool:
-    """Every byte of the file is zero (also: it is empty)."""
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                return True
-            if chunk.count(0) != len(chunk):
-                return False
-
-
 def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     """Files at the end of a segment directory that have the wrong size and hold only zeros."""
     out = []

@@ -61,7 +61,8 @@ from .store_paths import (NAME_DIGITS, commitlog_dir, consume_queue_dir, consume
 
 __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "consume_queue_file_size",
            "index_dimensions", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
-           "parse_file_name", "grid_problem", "data_extents", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
+           "parse_file_name", "grid_problem", "data_extents", "data_in", "first_nonzero", "count_nonzero",
+           "file_is_all_zero", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
            "index_file_dimensions", "index_size"]
 
 #: the largest file RocketMQ maps (``MappedFile.fileSize`` and the configured sizes are ``int``)
@@ -228,6 +229,54 @@ def data_extents(fd: int, size: int, cap: int = 4096) -> list[tuple[int, int]] |
     except (OSError, AttributeError):
         return None
     return out
+
+
+def data_in(start: int, end: int, extents) -> list[tuple[int, int]]:
+    """The parts of ``[start, end)`` that hold data (``extents``: a file's data regions from
+    :func:`data_extents`, None = all of it)."""
+    if extents is None:
+        return [(start, end)] if start < end else []
+    return [(max(a, start), min(b, end)) for a, b in extents if a < end and b > start]
+
+
+_SCAN_CHUNK = 1 << 20
+_ZERO_CHUNK = bytes(_SCAN_CHUNK)
+
+
+def first_nonzero(buf, start: int, end: int, extents=None) -> int | None:
+    """Position of the first non-zero byte in ``buf[start:end]``, or None; holes (outside
+    ``extents``) are skipped, and data is compared a MiB at a time."""
+    for a, b in data_in(start, end, extents):
+        pos = a
+        while pos < b:
+            n = min(_SCAN_CHUNK, b - pos)
+            chunk = buf[pos:pos + n]
+            if chunk != _ZERO_CHUNK[:n]:
+                return pos + (n - len(chunk.lstrip(b"\0")))
+            pos += n
+    return None
+
+
+def count_nonzero(buf, start: int, end: int, extents=None) -> int:
+    """How many bytes of ``buf[start:end]`` are not zero (holes, outside ``extents``, are skipped)."""
+    n = 0
+    for a, b in data_in(start, end, extents):
+        for pos in range(a, b, _SCAN_CHUNK):
+            chunk = buf[pos:min(b, pos + _SCAN_CHUNK)]
+            n += len(chunk) - chunk.count(0)
+    return n
+
+
+def file_is_all_zero(path: str) -> bool:
+    """Every byte of the file is zero (also: it is empty).  Only the file's data is read: a
+    sparse file costs what it holds, not the size it claims."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return True
+        extents = data_extents(f.fileno(), size)
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
+            return first_nonzero(buf, 0, size, extents) is None
 
 
 def resolve_store_root(path) -> str:
