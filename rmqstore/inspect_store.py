@@ -40,7 +40,7 @@ from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
 from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_timestamp_position
 from .properties import string_to_properties
 from .reading import NoRecordAt, decode_record_at, record_keys  # (record_keys re-exported)
-from .record import MessageRecord, decode_message_id, decode_record
+from .record import MessageRecord, decode_message_id
 from .store_dir import count_nonzero, data_extents, list_store_files
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
