@@ -57,7 +57,6 @@ from __future__ import annotations
 import enum
 import logging
 import os
-import struct
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -65,7 +64,7 @@ from typing import NamedTuple
 from .config import BrokerRole
 from .consume_queue import CQ_STORE_UNIT_SIZE, iter_units
 from .errors import CorruptRecordError, StoreError, StoreStateError
-from .layout import store_timestamp_position
+from .layout import CONSUME_QUEUE_UNIT, SYSFLAG_POSITION, message_fields_struct, store_timestamp_position
 from .properties import KEY_SEPARATOR, KEYS, TAGS, UNIQ_KEY, java_string_hash, string_to_properties
 from .record import MessageRecord, decode_message_id, decode_record
 
@@ -80,9 +79,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_SYSFLAG_POSITION = 36
+_I32 = message_fields_struct("sys_flag")
+_I64 = message_fields_struct("store_timestamp")
+_SYSFLAG_POSITION = SYSFLAG_POSITION
+_UNIT = CONSUME_QUEUE_UNIT.struct
 _MAX_FILTER_BYTES = 16000  # getMessage reads at most max(16000, maxMsgNums * 20) bytes of units
 _EXT_ADDR_MAX = -2**31 - 1  # ConsumeQueueExt.MAX_ADDRESS: tags codes at or below it are ext addresses
 
@@ -596,7 +596,7 @@ def _file_by_store_time(store, files, timestamp: int):
         if last < 0 or not mf.hold():
             continue
         try:
-            phy, size, _ = struct.unpack_from(">qiq", mf.mapped, last)
+            phy, size, _ = _UNIT.unpack_from(mf.mapped, last)
         finally:
             mf.release()
         if pickup_store_timestamp(store, phy, size) >= timestamp:
@@ -642,7 +642,7 @@ def _search_file(store, cq, mf, timestamp: int) -> int:
     buf = mf.mapped
     while high >= low:
         mid = (low + high) // (2 * unit) * unit
-        phy, size, _ = struct.unpack_from(">qiq", buf, mid)
+        phy, size, _ = _UNIT.unpack_from(buf, mid)
         if phy < min_phy:
             low = mid + unit
             left = mid

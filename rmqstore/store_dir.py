@@ -48,13 +48,12 @@ import mmap
 import os
 import re
 import stat
-import struct
 from array import array
 from dataclasses import dataclass, replace
 
 from .config import StoreConfig
 from .errors import CorruptRecordError, StoreError
-from .layout import INDEX_ENTRY, INDEX_HEADER
+from .layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT
 from .record import decode_record
 from .store_paths import (NAME_DIGITS, commitlog_dir, consume_queue_dir, consume_queue_ids, consume_queue_root,
                           index_dir, is_commitlog_dir, parse_file_name)
@@ -341,8 +340,9 @@ def consume_queue_file_size(root: str) -> int | None:
         files = list_store_files(consume_queue_dir(root, topic, qid)).check().files
         if files:
             size = files[0].size
-            if size < 20:
-                raise StoreError(f"{files[0].path}: a consume-queue file of {size} bytes holds no 20-byte unit")
+            if size < CONSUME_QUEUE_UNIT.size:
+                raise StoreError(f"{files[0].path}: a consume-queue file of {size} bytes holds no "
+                                 f"{CONSUME_QUEUE_UNIT.size}-byte unit")
             return size
     return None
 
@@ -350,15 +350,18 @@ def consume_queue_file_size(root: str) -> int | None:
 _HEADER_SIZE = INDEX_HEADER.size  # 40
 _ENTRY_SIZE = INDEX_ENTRY.size  # 20
 _PHY_AT = INDEX_ENTRY.offsets["phy_offset"]
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
+_SLOT_SIZE = INDEX_SLOT.size  # 4
+_I64 = INDEX_ENTRY.field_struct("phy_offset")
+_I32 = INDEX_SLOT.struct
+#: one slot and the four entries RocketMQ's defaults give it (maxIndexNum == 4 * maxHashSlotNum)
+_DEFAULT_SLOT_SHARE = _SLOT_SIZE + 4 * _ENTRY_SIZE  # 84
 _NONZERO = re.compile(rb"[^\x00]")
 _CHAINS_CHECKED = 4096  # slot chains walked per candidate (enough to tell; bounded for 5M-slot files)
 
 
 def index_size(slots: int, entries: int) -> int:
     """The size of an index file with ``slots`` hash slots and ``entries`` entries."""
-    return _HEADER_SIZE + 4 * slots + _ENTRY_SIZE * entries
+    return _HEADER_SIZE + _SLOT_SIZE * slots + _ENTRY_SIZE * entries
 
 
 def _index_files(root: str) -> list[str]:
@@ -407,13 +410,13 @@ def _consistent(buf, h, slots: int) -> bool:
     Cheap checks first: the entries the header names, then the slot table, then the chains.
     """
     used = h.index_count
-    base = _HEADER_SIZE + 4 * slots  # entry 0
+    base = _HEADER_SIZE + _SLOT_SIZE * slots  # entry 0
 
     def entry(n):
         return INDEX_ENTRY.unpack_from(buf, base + n * _ENTRY_SIZE)
 
     def slot(n):
-        return _I32.unpack_from(buf, _HEADER_SIZE + 4 * n)[0]
+        return _I32.unpack_from(buf, _HEADER_SIZE + _SLOT_SIZE * n)[0]
 
     first, last = entry(1), entry(used - 1)
     if (any(buf[base:base + _ENTRY_SIZE]) or first.phy_offset != h.begin_phy_offset or first.prev_index
@@ -518,8 +521,8 @@ def _pick_dimensions(d, size, candidates, slots, entries, strict) -> tuple[int, 
                else f"{len(candidates)} (slots, entries) fit them")
         raise StoreError(f"{d}: cannot tell the index files' slots and entries ({size} bytes; {why}); "
                          "give max_hash_slot_num and max_index_num explicitly")
-    if candidates is None and size >= _HEADER_SIZE + 84 and not (size - _HEADER_SIZE) % 84:
-        n = (size - _HEADER_SIZE) // 84  # RocketMQ's defaults keep entries == 4 * slots
+    if candidates is None and size >= _HEADER_SIZE + _DEFAULT_SLOT_SHARE and not (size - _HEADER_SIZE) % _DEFAULT_SLOT_SHARE:
+        n = (size - _HEADER_SIZE) // _DEFAULT_SLOT_SHARE  # RocketMQ's defaults keep entries == 4 * slots
         return n, 4 * n
     raise StoreError(f"{d}: index files of {size} bytes do not tell their slots and entries; "
                      "give max_hash_slot_num and max_index_num explicitly")
