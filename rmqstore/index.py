@@ -88,29 +88,39 @@ class IndexFile:
     def start_at(self, end_phy_offset: int, end_timestamp: int) -> None:
         """A new file's header: it begins (and, with no entry yet, ends) where the previous file ended."""
         if end_phy_offset > 0:
-            self._set("begin_phy_offset", end_phy_offset)
-            self._set("end_phy_offset", end_phy_offset)
+            self.begin_phy_offset = self.end_phy_offset = end_phy_offset
         if end_timestamp > 0:
-            self._set("begin_timestamp", end_timestamp)
-            self._set("end_timestamp", end_timestamp)
+            self.begin_timestamp = self.end_timestamp = end_timestamp
+        if end_phy_offset > 0 or end_timestamp > 0:
+            self._write_header()
 
     def has_entries(self) -> bool:
         return self.index_count > 1 or self.hash_slot_count > 0
 
     def continue_after(self, prev: "IndexFile") -> None:
         """Begin and end (no entry yet) where ``prev`` ends: the header a new file gets."""
-        for field in ("begin_phy_offset", "end_phy_offset"):
-            self._set(field, prev.end_phy_offset)
-        for field in ("begin_timestamp", "end_timestamp"):
-            self._set(field, prev.end_timestamp)
+        self.begin_where(prev.end_phy_offset, prev.end_timestamp)
+
+    def begin_where(self, phy_offset: int, timestamp: int) -> None:
+        """An entry-less file's header: it begins and ends at ``phy_offset`` and ``timestamp``."""
+        self.begin_phy_offset = self.end_phy_offset = phy_offset
+        self.begin_timestamp = self.end_timestamp = timestamp
+        self._write_header()
+
+    def begins_where(self, phy_offset: int, timestamp: int) -> bool:
+        """Does the header begin and end at ``phy_offset`` and ``timestamp`` (an entry-less file's header)?"""
+        return (self.begin_phy_offset, self.end_phy_offset, self.begin_timestamp, self.end_timestamp) == \
+            (phy_offset, phy_offset, timestamp, timestamp)
+
+    def _write_header(self) -> None:
+        """The whole header in one write, from the attributes.  (Field by field, a kill between two
+        fields left a begin time with no end time: ``verify`` then reports the file.)"""
+        _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset, self.hash_slot_count, self.index_count)
 
     @property
     def file_name(self) -> str:
         return os.path.basename(self.path)
-
-    def _set(self, name: str, value: int) -> None:
-        setattr(self, name, value)
-        INDEX_HEADER.field_struct(name).pack_into(self.buf, _HDR[name], value)
 
     def is_write_full(self) -> bool:
         return self.index_count >= self.index_num
@@ -146,9 +156,7 @@ class IndexFile:
         self.index_count += 1
         self.end_phy_offset = phy_offset
         self.end_timestamp = store_timestamp
-        # the header in one write (RocketMQ writes each field as it changes: same bytes)
-        _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
-                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+        self._write_header()  # (RocketMQ writes each field as it changes: the same bytes)
         return True
 
     def is_time_matched(self, begin: int, end: int) -> bool:
@@ -204,8 +212,7 @@ class IndexFile:
         if keep > 1:
             self.end_phy_offset = _ENTRY.unpack_from(self.buf, entries + (keep - 1) * INDEX_ENTRY.size)[1]
             self.end_timestamp = store_timestamp_at(self.end_phy_offset)
-        _HEADER.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
-                          self.end_phy_offset, self.hash_slot_count, self.index_count)
+        self._write_header()
         self.flush()
         return count - keep
 
@@ -235,7 +242,8 @@ class IndexFile:
         used = self._fall_back_slots(min(self.index_count, self.index_num))
         if not self.slots_changed:
             return False
-        self._set("hash_slot_count", used)
+        self.hash_slot_count = used
+        self._write_header()
         return True
 
     def flush(self) -> None:
@@ -373,8 +381,7 @@ class IndexService:
                     f.end_timestamp > self.checkpoint.index_msg_timestamp and not self.read_only:
                 f.destroy()  # may hold entries for records recovery will drop
                 continue
-            if self.index_files:
-                self._continue_previous(f, self.index_files[-1])
+            self._continue_previous(f, self.index_files[-1] if self.index_files else None)
             self.index_files.append(f)
         if not last_exit_ok and not self.read_only and self.index_files and self.index_files[-1].repair_torn_put():
             log.warning("%s: a slot pointed at an entry the header does not count (a put a crash "
@@ -401,19 +408,25 @@ class IndexService:
             os.remove(path)
         return True
 
-    def _continue_previous(self, f: IndexFile, prev: IndexFile) -> None:
-        """A file with no entry begins where ``prev`` ends: the header its creation writes.
+    def _continue_previous(self, f: IndexFile, prev: IndexFile | None) -> None:
+        """A file with no entry begins and ends where ``prev`` ends (the first file: where it begins).
 
-        Two states break that: a kill right after sizing a new file leaves a header of zeros
-        (dispatch would then fill it from offset 0 on, before the previous file's end), and
-        cutting entries off ``prev`` (:meth:`delete_files_after`) leaves the file beginning
-        after them (dispatch would skip the records in between).
+        That is the header its creation writes.  Three states break it: a kill right after
+        sizing a new file leaves a header of zeros (dispatch would then fill it from offset 0
+        on, before the previous file's end); a kill inside the header's write leaves part of
+        it (a begin time with no end time); and cutting entries off ``prev``
+        (:meth:`delete_files_after`) leaves the file beginning after them (dispatch would skip
+        the records in between).
         """
-        if self.read_only or f.has_entries() or f.end_phy_offset == prev.end_phy_offset:
+        if self.read_only or f.has_entries():
             return
-        log.warning("%s has no entry and begins at %d, but the previous index file ends at %d: continuing it",
-                    f.path, f.begin_phy_offset, prev.end_phy_offset)
-        f.continue_after(prev)
+        phy, ts = (prev.end_phy_offset, prev.end_timestamp) if prev else (f.begin_phy_offset, f.begin_timestamp)
+        if f.begins_where(phy, ts):
+            return
+        log.warning("%s has no entry; its header (begin %d at %d, end %d at %d) is not the one it was created "
+                    "with: it begins and ends at offset %d, time %d", f.path, f.begin_phy_offset,
+                    f.begin_timestamp, f.end_phy_offset, f.end_timestamp, phy, ts)
+        f.begin_where(phy, ts)
 
     def indexed_up_to(self) -> int:
         """The offset from which records may lack entries: the last file's end offset (0: no file).

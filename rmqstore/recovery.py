@@ -72,10 +72,13 @@ non-zero store timestamp no later than the checkpoint's minimum timestamp
 (``min(physic, logics) - 3 s``; with ``message_index_enable`` and
 ``message_index_safe`` the index timestamp is included too).  Every record before that
 file was, by the checkpoint, both flushed and dispatched.  No file qualifies: start at
-the first.  Validate forward as above, and hand **every** valid record to dispatch
-again.  That is idempotent: a consume queue skips a record that ends at or before the
-last message it holds, and the index skips a record below its newest file's end
-offset.  Then cut the commitlog and the consume queues at the end as in normal
+the first.  Cut every consume queue's units from that file's start on, validate forward
+as above, and hand **every** valid record to dispatch again, which writes those units
+afresh.  (RocketMQ keeps them and lets a queue skip a record that ends at or before the
+last message it holds; but a kill inside a unit's write -- a 20-byte copy is two stores
+-- leaves a unit whose offset and size are right and whose tags code is zero, which the
+consume-queue recovery cannot tell from a good one.)  The index skips a record below its
+newest file's end offset.  Then cut the commitlog and the consume queues at the end as in normal
 recovery.  A start file whose first record is already invalid cuts the whole log back
 to that file's start, and the queues with it.
 
@@ -120,7 +123,8 @@ are zeroed instead of left behind (RocketMQ can read them back in after a later 
 restart); index files that start at or after the end are deleted, and entries past it
 dropped from the others; segment files that a kill left at the wrong size *and empty*
 (an interrupted pre-allocation) are removed after an abnormal stop instead of making the
-store refuse to load; and after an abnormal stop the records between the index's last
+store refuse to load; consume-queue units from the walk's start on are written again
+(a kill can tear a unit); and after an abnormal stop the records between the index's last
 surviving entry and the walk's start are indexed again.
 """
 
@@ -194,6 +198,12 @@ DIFFERENCES = {
                               "file inherits (the previous file's end), so a key put long after the file was "
                               "opened -- the first put after a restart -- carries a time seconds off and a "
                               "lookup by time range misses it.",
+    "torn_writes": "After an abnormal stop every consume queue is cut at the start of the re-dispatch walk and "
+                   "its units from there on are written again from the log. RocketMQ keeps them: a kill inside "
+                   "a unit's write leaves its offset and size with a zero tags code (the copy of 20 bytes is two "
+                   "stores), a unit recovery takes for whole and a tag filter then skips. Likewise an index "
+                   "file's header is written in one piece, and an entry-less index file whose header a kill "
+                   "tore is given the header its creation writes.",
     "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
                   "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
     "store_file_names": "Only names of exactly 20 ASCII digits are segments (17 for index files); any other "
@@ -336,8 +346,12 @@ def recover_abnormally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
         index = 0
     else:
         log.info("recover from this mapped file %s", files[index].file_name)
-    if not store.read_only and store.config.message_index_enable:
-        reindex_before(store, files[index].file_from_offset)
+    if not store.read_only:
+        # the walk writes every consume-queue unit from its start on again: a kill inside a unit's
+        # write (a 20-byte copy is two stores) left its offset and size with no tags code
+        truncate_dirty_logic_files(store, files[index].file_from_offset)
+        if store.config.message_index_enable:
+            reindex_before(store, files[index].file_from_offset)
     end = _walk(store, index, dispatch=None if store.read_only else store.do_dispatch)
     _cut(store, end, max_phy_offset_of_consume_queue)
     return end
@@ -409,7 +423,8 @@ def _cut(store, end: int, max_phy_offset_of_consume_queue: int) -> None:
     queue.truncate_dirty_files(end)
     if max_phy_offset_of_consume_queue >= end:
         # equal is the common case (the last unit ends where the log ends) and cuts nothing
-        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end else logging.INFO,
+        # (read-only, nothing is cut: an inspection reports it in its own words, not as a warning)
+        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end and not store.read_only else logging.INFO,
                 "maxPhyOffsetOfConsumeQueue(%d) >= processOffset(%d), truncate dirty logic files",
                 max_phy_offset_of_consume_queue, end)
         truncate_dirty_logic_files(store, end)

@@ -1,0 +1,153 @@
+"""Writes a kill -9 tears: a consume-queue unit and an index header left half written.
+
+A kill lands between two machine instructions, not between two Python statements: copying
+a 20-byte unit or a 40-byte header is two overlapping stores (glibc's memmove for 17-64
+bytes), so a kill between them leaves the first 16 (or 32) bytes new and the rest old.
+The slow kill -9 loop (tests/test_crash.py) met both:
+
+* a consume-queue unit with the right commitlog offset and size and a tags code of 0
+  (its last four bytes never written): the consume-queue recovery takes it for whole, and
+  the re-dispatch skipped it as "already built";
+* an index file with no entry whose header held a begin time and an end time of 0 (the
+  header was written field by field when the file was created).
+
+The images here are made in-process (tests/test_index_recovery.py's ``written_then_killed``:
+a copy of an idle started store, abort file included) and then torn by hand.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from test_index_recovery import BASE_TS, written_then_killed
+
+from rmqstore.consume_queue import CQ_STORE_UNIT_SIZE
+from rmqstore.dispatch import tags_code_of
+from rmqstore.index import IndexFile, IndexService
+from rmqstore.properties import string_to_properties
+from rmqstore.store import MessageStore
+from rmqstore.verify import verify
+
+
+def _last_unit(store):
+    """(queue key, queue offset, file path, position in the file) of the newest unit of any queue."""
+    best = None
+    for key, cq in store.consume_queue_table.items():
+        n = cq.get_max_offset_in_queue() - 1
+        offset = cq.get_unit(n)[0]
+        if best is None or offset > best[0]:
+            mf = cq.mapped_file_queue.mapped_files[-1]
+            best = (offset, key, n, mf.file_name, n * CQ_STORE_UNIT_SIZE - mf.file_from_offset)
+    return best[1:]
+
+
+def _tags_want(store, offset: int) -> int:
+    rec = store.look_message_by_offset(offset)
+    return tags_code_of(rec.topic, string_to_properties(rec.properties), rec.store_timestamp,
+                        store.config.delay_level_table())
+
+
+def test_a_consume_queue_unit_a_kill_tore_is_written_again(tmp_path):
+    root, cfg, _keys = written_then_killed(tmp_path)
+    store = MessageStore(root, cfg, read_only=True)
+    store.load()
+    try:
+        (topic, qid), n, name, pos = _last_unit(store)
+        offset, size, tags = store.consume_queue_table[(topic, qid)].get_unit(n)
+        assert tags == _tags_want(store, offset) != 0
+    finally:
+        store.close()
+    path = os.path.join(root, "consumequeue", topic, str(qid), name)
+    with open(path, "r+b") as f:  # the second store of the copy never happened: tags code's low half 0
+        f.seek(pos + 16)
+        f.write(bytes(4))
+    store = MessageStore(root, cfg)
+    store.load()
+    try:
+        assert store.consume_queue_table[(topic, qid)].get_unit(n) == (offset, size, tags)
+    finally:
+        store.close()
+    report = verify(root, config=cfg)
+    assert report.ok, report.problems[:5]
+
+
+def test_verify_reports_a_torn_unit_a_read_only_open_leaves(tmp_path):
+    """Inspection never writes: the torn unit stays, and ``verify`` names it."""
+    root, cfg, _keys = written_then_killed(tmp_path)
+    store = MessageStore(root, cfg, read_only=True)
+    store.load()
+    try:
+        (topic, qid), n, name, pos = _last_unit(store)
+    finally:
+        store.close()
+    with open(os.path.join(root, "consumequeue", topic, str(qid), name), "r+b") as f:
+        f.seek(pos + 16)
+        f.write(bytes(4))
+    report = verify(root, config=cfg)
+    assert [p.kind for p in report.errors] == ["unit_mismatch"], report.errors
+    assert f"unit {n} of {topic}/{qid} has tags code 0" in report.errors[0].message
+
+
+def test_an_index_header_a_kill_tore_at_creation_is_made_whole(tmp_path):
+    """A new index file's header once took four writes: a kill after the first left a begin time
+    and no end time (and ``verify`` then reported "beginTimestamp ... is after endTimestamp 0"
+    whenever no record came after the restart).  Loading after a crash gives such an entry-less
+    file the header its creation writes: it begins and ends where the previous file ends."""
+    service = IndexService(str(tmp_path), 4, 8)
+    os.makedirs(service.store_path)
+    prev = IndexFile(os.path.join(service.store_path, "20261124090000000"), 4, 8)
+    for i in range(7):
+        assert prev.put_key(f"T#k{i}", 1000 + 100 * i, BASE_TS + 1000 * i)
+    assert prev.is_write_full()
+    f = IndexFile(os.path.join(service.store_path, "20261124090007000"), 4, 8)
+    struct.pack_into(">qqqq", f.buf, 0, prev.end_timestamp, 0, prev.end_phy_offset, prev.end_phy_offset)
+    f.shutdown()
+    prev.shutdown()
+    service.load(last_exit_ok=False)
+    try:
+        first, last = service.index_files
+        assert struct.unpack_from(">qqqq", last.buf, 0) == (BASE_TS + 6000, BASE_TS + 6000, 1600, 1600)
+        assert last.begins_where(1600, BASE_TS + 6000), last.header()
+        assert service.get_and_create_last_index_file() is last
+    finally:
+        service.shutdown()
+
+
+def test_a_new_index_file_header_is_one_write(tmp_path):
+    """Creating a file after a full one writes the whole header at once (one ``pack_into``)."""
+    writes = []
+    prev = IndexFile(str(tmp_path / "20261124090000000"), 4, 2)
+    assert prev.put_key("T#a", 700, BASE_TS)
+    real = IndexFile._write_header
+
+    def spy(self):
+        writes.append(self.header())
+        real(self)
+
+    IndexFile._write_header = spy
+    try:
+        f = IndexFile(str(tmp_path / "20261124090001000"), 4, 2, prev.end_phy_offset, prev.end_timestamp)
+    finally:
+        IndexFile._write_header = real
+    assert len(writes) == 1 and f.begins_where(700, BASE_TS)
+    f.shutdown()
+    prev.shutdown()
+
+
+def test_a_first_index_file_with_a_torn_header_ends_where_it_begins(tmp_path):
+    """An entry-less file with no file before it: its header must still begin where it ends."""
+    path = str(tmp_path / "20261124090000000")
+    f = IndexFile(path, 4, 32, end_phy_offset=5000, end_timestamp=BASE_TS)
+    assert f.begins_where(5000, BASE_TS)
+    assert struct.unpack_from(">qqqq", f.buf, 0) == (BASE_TS, BASE_TS, 5000, 5000)
+    struct.pack_into(">q", f.buf, 8, 0)  # the end time never written
+    f.shutdown()
+    service = IndexService(str(tmp_path / "store"), 4, 32)
+    os.makedirs(service.store_path)
+    os.rename(path, os.path.join(service.store_path, os.path.basename(path)))
+    service.load(last_exit_ok=False)
+    try:
+        assert struct.unpack_from(">qqqq", service.index_files[0].buf, 0) == (BASE_TS, BASE_TS, 5000, 5000)
+    finally:
+        service.shutdown()
