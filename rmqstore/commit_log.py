@@ -49,7 +49,7 @@ from .crc import raw_crc32 as _crc32
 from .errors import LayoutError
 from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
                      MESSAGE_MAGIC_CODE, QUEUE_OFFSET_POSITION,
-                     message_header_struct, store_timestamp_position)
+                     message_fields_struct, message_header_struct, store_timestamp_position)
 from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
 from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
@@ -102,8 +102,8 @@ DIFFERENCES = {
                             "comes haSendHeartbeatInterval (5 s) later. The master side accepts either.",
 }
 
-_QO_PHY = struct.Struct(">qq")
-_I64 = struct.Struct(">q")
+_QO_PHY = message_fields_struct("queue_offset", "physical_offset")  # patched together inside the put lock
+_I64 = message_fields_struct("store_timestamp")
 _BLANK = BLANK_RECORD.struct
 _STORE_TS_POS_V4 = store_timestamp_position(0)
 _STORE_TS_POS_V6 = store_timestamp_position(BORNHOST_V6_FLAG)

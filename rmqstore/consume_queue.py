@@ -22,11 +22,11 @@ that dispatch would log and skip: dispatch stops there (:mod:`rmqstore.dispatch`
 from __future__ import annotations
 
 import logging
-import os
 
 from .errors import StoreError
 from .layout import CONSUME_QUEUE_UNIT
 from .mapped_file_queue import MappedFileQueue
+from .store_paths import consume_queue_dir, consume_queue_ids  # (re-exported: their home is store_paths)
 
 __all__ = ["ConsumeQueue", "CQ_STORE_UNIT_SIZE", "consume_queue_dir", "consume_queue_ids", "iter_units"]
 
@@ -36,28 +36,6 @@ CQ_STORE_UNIT_SIZE = CONSUME_QUEUE_UNIT.size  # 20
 _UNIT = CONSUME_QUEUE_UNIT.struct
 _PRE_BLANK = _UNIT.pack(0, 0x7FFFFFFF, 0)
 _INT_MAX = 0x7FFFFFFF
-
-
-def consume_queue_dir(root: str, topic: str, queue_id: int) -> str:
-    return os.path.join(root, "consumequeue", topic, str(queue_id))
-
-
-def consume_queue_ids(root: str):
-    """Yield ``(topic, queue_id)`` for every queue directory under ``<root>/consumequeue`` (sorted).
-
-    Only names that are plain ASCII integers count as queue ids (``'²'.isdigit()`` is
-    true in Python, so ``isdigit`` alone would let garbage through to ``int``).
-    """
-    base = os.path.join(root, "consumequeue")
-    if not os.path.isdir(base):
-        return
-    for topic in sorted(os.listdir(base)):
-        tdir = os.path.join(base, topic)
-        if not os.path.isdir(tdir):
-            continue
-        for qid in sorted(os.listdir(tdir)):
-            if qid.isascii() and (qid.isdigit() or (qid[:1] == "-" and qid[1:].isdigit())):
-                yield topic, int(qid)
 
 
 def iter_units(buf, start: int = 0, end: int | None = None):

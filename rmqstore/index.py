@@ -29,17 +29,16 @@ log are dropped (a power cut can lose commitlog pages the index file kept).
 
 from __future__ import annotations
 
-import datetime
 import logging
 import os
-import struct
 import threading
 import time
 
 from .errors import StoreError
-from .layout import INDEX_ENTRY, INDEX_HEADER, OS_PAGE_SIZE
+from .layout import INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT, OS_PAGE_SIZE
 from .mapped_file import disk_problem, reserve_space
-from .store_dir import list_store_files
+from .store_dir import file_is_all_zero, index_size, list_store_files
+from .store_paths import index_dir, index_file_name  # (index_file_name re-exported)
 from .properties import KEY_SEPARATOR, java_string_hash
 from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 
@@ -49,7 +48,8 @@ log = logging.getLogger(__name__)
 
 _HEADER = INDEX_HEADER
 _ENTRY = INDEX_ENTRY.struct
-_I32 = struct.Struct(">i")
+_I32 = INDEX_SLOT.struct
+_SLOT = INDEX_SLOT.size  # 4
 _INT_MAX = 0x7FFFFFFF
 _HDR = INDEX_HEADER.offsets
 
@@ -61,13 +61,7 @@ def index_key_hash(key: str) -> int:
 
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
-    return _HEADER.size + hash_slot_num * 4 + index_num * INDEX_ENTRY.size
-
-
-def index_file_name(millis: int, tz=None) -> str:
-    """``UtilAll.timeMillisToHumanString``: yyyyMMddHHmmssSSS in local time (or ``tz``)."""
-    dt = datetime.datetime.fromtimestamp(millis / 1000.0, tz)
-    return dt.strftime("%Y%m%d%H%M%S") + f"{millis % 1000:03d}"
+    return index_size(hash_slot_num, index_num)
 
 
 class IndexFile:
@@ -79,7 +73,7 @@ class IndexFile:
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.file_size = index_file_size(hash_slot_num, index_num)
-        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only, _HEADER.size + hash_slot_num * 4)
+        self.mapped_file = _IndexMappedFile(path, self.file_size, read_only, _HEADER.size + hash_slot_num * _SLOT)
         self.buf = self.mapped_file.mapped
         h = _HEADER.unpack_from(self.buf)
         self.begin_timestamp = h.begin_timestamp
@@ -136,8 +130,8 @@ class IndexFile:
         if self.index_count >= self.index_num:
             return False
         key_hash = index_key_hash(key)
-        slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
-        entry_pos = _HEADER.size + self.hash_slot_num * 4 + self.index_count * INDEX_ENTRY.size
+        slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * _SLOT
+        entry_pos = _HEADER.size + self.hash_slot_num * _SLOT + self.index_count * INDEX_ENTRY.size
         mf = self.mapped_file
         mf.reserve(entry_pos, INDEX_ENTRY.size, mf.RESERVE_AHEAD)  # (header and slots are reserved)
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
@@ -173,11 +167,11 @@ class IndexFile:
     def select_phy_offset(self, key: str, max_num: int, begin: int, end: int, out: list[int]) -> None:
         """Append to ``out`` the offsets of entries for ``key`` stored in [begin, end], newest first."""
         key_hash = index_key_hash(key)
-        slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * 4
+        slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * _SLOT
         slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count or slot_value >= self.index_num or self.index_count <= 1:
             return  # (entry numbers past index_num lie outside the file: a damaged header or slot)
-        entries = _HEADER.size + self.hash_slot_num * 4
+        entries = _HEADER.size + self.hash_slot_num * _SLOT
         nxt = slot_value
         while len(out) < max_num:
             h, phy, time_diff, prev = _ENTRY.unpack_from(self.buf, entries + nxt * INDEX_ENTRY.size)
@@ -193,7 +187,7 @@ class IndexFile:
 
     def entries(self):
         """Every used entry ``(number, key_hash, phy_offset, time_diff, prev_index)``."""
-        base = _HEADER.size + self.hash_slot_num * 4
+        base = _HEADER.size + self.hash_slot_num * _SLOT
         for n in range(1, min(self.index_count, self.index_num)):  # a damaged count cannot reach past the file
             yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
 
@@ -204,7 +198,7 @@ class IndexFile:
         entries are zeroed, and the header ends at the last entry kept (its store time from
         ``store_timestamp_at(offset)``: the entries keep whole seconds only).
         """
-        entries = _HEADER.size + self.hash_slot_num * 4
+        entries = _HEADER.size + self.hash_slot_num * _SLOT
         count = min(self.index_count, self.index_num)
         keep = count
         while keep > 1 and _ENTRY.unpack_from(self.buf, entries + (keep - 1) * INDEX_ENTRY.size)[1] >= phy_offset:
@@ -226,18 +220,18 @@ class IndexFile:
         """Point every slot at its newest entry below ``keep``, along its chain; the slots in use."""
         import array
 
-        slots = array.array("i", bytes(self.buf[_HEADER.size:_HEADER.size + 4 * self.hash_slot_num]))
+        slots = array.array("i", bytes(self.buf[_HEADER.size:_HEADER.size + _SLOT * self.hash_slot_num]))
         if slots.itemsize != 4:  # pragma: no cover (every platform Python runs on has 4-byte ints)
             raise StoreError("4-byte ints needed")
         slots.byteswap()  # (big-endian on disk)
-        entries = _HEADER.size + self.hash_slot_num * 4
+        entries = _HEADER.size + self.hash_slot_num * _SLOT
         self.slots_changed = [n for n, v in enumerate(slots) if v >= keep]
         for slot in self.slots_changed:
             v = slots[slot]
             while v >= keep:
                 link = _ENTRY.unpack_from(self.buf, entries + v * INDEX_ENTRY.size)[3]
                 v = link if link < v else 0  # a chain links to older entries (a link forward: damage)
-            _I32.pack_into(self.buf, _HEADER.size + slot * 4, max(v, 0))
+            _I32.pack_into(self.buf, _HEADER.size + slot * _SLOT, max(v, 0))
             slots[slot] = max(v, 0)
         return sum(1 for v in slots if v > 0)
 
@@ -359,7 +353,7 @@ class IndexService:
 
     def __init__(self, root: str, hash_slot_num: int, index_num: int, *, clock=None, checkpoint=None,
                  read_only: bool = False, tz=None):
-        self.store_path = os.path.join(root, "index")
+        self.store_path = index_dir(root)
         self.hash_slot_num = hash_slot_num
         self.index_num = index_num
         self.clock = clock or (lambda: time.time_ns() // 1_000_000)
@@ -400,8 +394,6 @@ class IndexService:
         A kill or a full disk between creating an index file and sizing it leaves a short
         file of zeros; it holds no entry.  RocketMQ refuses to load such a store.
         """
-        from .recovery import file_is_all_zero
-
         size = os.path.getsize(path)
         if not os.path.isfile(path) or not file_is_all_zero(path):
             if self.read_only:

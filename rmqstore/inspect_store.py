@@ -38,9 +38,11 @@ from .crc import crc32
 from .dumpfmt import record_to_json
 from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
 from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_timestamp_position
-from .properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
-from .record import MessageRecord, decode_message_id, decode_record
-from .store_dir import list_store_files
+from .properties import string_to_properties
+from .reading import NoRecordAt, decode_record_at, record_keys  # (record_keys re-exported)
+from .record import MessageRecord, decode_message_id
+from .store_dir import count_nonzero, data_extents, list_store_files
+from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
 
 __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
@@ -49,7 +51,6 @@ __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "fi
 _HEAD = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_CHUNK = 1 << 20
 #: RocketMQ's disk thresholds (MessageStoreConfig / DefaultMessageStore.CleanCommitLogService)
 DISK_MAX_USED_SPACE_RATIO = 0.75  # diskMaxUsedSpaceRatio = 75: files are deleted early above it
 DISK_WARNING_RATIO = 0.90  # diskSpaceWarningLevelRatio: the store stops accepting writes above it
@@ -71,14 +72,6 @@ def iso_time(millis) -> str | None:
 
 
 # -- segments ----------------------------------------------------------------------------------------
-
-def _count_nonzero(buf, start: int, end: int) -> int:
-    n = 0
-    for pos in range(start, end, _CHUNK):
-        chunk = buf[pos:min(end, pos + _CHUNK)]
-        n += len(chunk) - chunk.count(0)
-    return n
-
 
 def _probe_segment(path: str, size: int) -> dict:
     """Walk record headers of one commitlog file: records, time range, how it ends."""
@@ -107,14 +100,14 @@ def _probe_segment(path: str, size: int) -> dict:
             total, magic = _HEAD.unpack_from(buf, pos)
             if total == 0 and magic == 0:
                 out["end"] = "unwritten"
-                nz = _count_nonzero(buf, pos, size)
+                nz = count_nonzero(buf, pos, size, data_extents(fd, size))
                 if nz:
                     out["nonZeroAfterEnd"] = nz
                 break
             if magic == BLANK_MAGIC_CODE:
                 tail = pos + 8
                 out["blank"] = {"pos": pos, "declaredSize": total, "reachesFileEnd": pos + total == size,
-                                "tailNonZeroBytes": _count_nonzero(buf, min(tail, size), size)}
+                                "tailNonZeroBytes": count_nonzero(buf, min(tail, size), size, data_extents(fd, size))}
                 out["end"] = "blank"
                 pos = size
                 break
@@ -186,7 +179,7 @@ def _index(store) -> list[dict]:
 
 
 def _checkpoint(root: str) -> dict:
-    path = os.path.join(root, "checkpoint")
+    path = checkpoint_path(root)
     try:
         cp = read_checkpoint(path)
     except (RmqStoreError, OSError) as exc:
@@ -227,7 +220,7 @@ def _lock_holder(path: str) -> int | None:
 
 
 def _lock(root: str) -> dict:
-    path = os.path.join(root, "lock")
+    path = lock_path(root)
     if not os.path.lexists(path):
         return {"exists": False}
     out = {"exists": True}
@@ -244,7 +237,7 @@ def _lock(root: str) -> dict:
 
 def _strays(store) -> list[str]:
     """Entries of the commitlog, consume-queue and index folders that are not store files (relative paths)."""
-    folders = [(os.path.join(store.root, "commitlog"), "segment"), (os.path.join(store.root, "index"), "index")]
+    folders = [(commitlog_dir(store.root), "segment"), (index_dir(store.root), "index")]
     folders += [(cq.mapped_file_queue.store_path, "segment") for cq in store.consume_queue_table.values()]
     return sorted(os.path.relpath(s.path, store.root).replace(os.sep, "/")
                   for d, kind in folders for s in list_store_files(d, kind).strays)
@@ -269,7 +262,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
     root = store.root
     cfg = store.config
     queue = store.commit_log.mapped_file_queue
-    segments = _segments(list_store_files(os.path.join(root, "commitlog")).files, queue.mapped_files, progress)
+    segments = _segments(list_store_files(commitlog_dir(root)).files, queue.mapped_files, progress)
     topics = _topics(store)
     index = _index(store)
     min_off = queue.get_min_offset() if queue.mapped_files else (segments[0]["offset"] if segments else 0)
@@ -288,7 +281,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
                           "dispatchedUpTo": dispatched if dispatched >= 0 else None},
         "index": index,
         "checkpoint": _checkpoint(root),
-        "abort": os.path.exists(os.path.join(root, "abort")),
+        "abort": os.path.exists(abort_path(root)),
         "lock": _lock(root),
         "disk": _disk(root),
         "strays": _strays(store),
@@ -365,32 +358,22 @@ def _issues(info: dict, max_off: int) -> list[str]:
 
 # -- message look-ups -------------------------------------------------------------------------------------
 
-def record_keys(props: dict) -> list[str]:
-    """The keys a message is indexed under: UNIQ_KEY, then each KEYS token."""
-    keys = []
-    uniq = props.get(UNIQ_KEY)
-    if uniq:
-        keys.append(uniq)
-    keys.extend(k for k in (props.get(KEYS) or "").split(KEY_SEPARATOR) if k and k not in keys)
-    return keys
-
-
 def read_message_at(store, offset: int) -> MessageRecord:
     """The message record starting at physical ``offset``; MessageNotFoundError otherwise."""
     queue = store.commit_log.mapped_file_queue
     if type(offset) is not int:
         raise MessageNotFoundError(f"an offset is an integer, got {offset!r}")
-    mf = queue.find_mapped_file_by_offset(offset)
-    if mf is None or mf.mapped is None:
-        lo = queue.get_min_offset() if queue.mapped_files else 0
-        raise MessageNotFoundError(f"offset {offset} is outside the commitlog [{max(lo, 0)}, {queue.get_max_offset()})")
-    pos = offset - mf.file_from_offset
-    limit = mf.read_position
-    if pos >= limit:
-        raise MessageNotFoundError(f"offset {offset} is past the end of the log ({queue.get_max_offset()})")
     try:
-        rec = decode_record(mf.mapped, pos, limit=limit)
+        rec = decode_record_at(store, offset)
+    except NoRecordAt as exc:
+        if exc.why == "past_end":
+            raise MessageNotFoundError(f"offset {offset} is past the end of the log ({queue.get_max_offset()})") \
+                from None
+        lo = queue.get_min_offset() if queue.mapped_files else 0
+        raise MessageNotFoundError(f"offset {offset} is outside the commitlog [{max(lo, 0)}, {queue.get_max_offset()})") \
+            from None
     except CorruptRecordError as exc:
+        pos = offset - store.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset).file_from_offset
         reason = str(exc).replace(f" (at offset {pos})", "")
         raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}") from None
     if not isinstance(rec, MessageRecord):

@@ -55,6 +55,9 @@ __all__ = [
     "QUEUE_OFFSET_POSITION",
     "PHYSICAL_OFFSET_POSITION",
     "SYSFLAG_POSITION",
+    "RECORD_HEAD",
+    "message_field_position",
+    "message_fields_struct",
     "layout_markdown",
     "KIND_SIZES",
 ]
@@ -111,6 +114,11 @@ class FixedLayout:
             offsets[f.name] = pos
             pos += f.fixed_size
         self.offsets = offsets
+        self._field_structs = {f.name: struct.Struct(">" + KIND_SIZES[f.kind][0]) for f in fields}
+
+    def field_struct(self, name: str) -> struct.Struct:
+        """The ``struct.Struct`` of one field (to read or patch it alone, at ``offsets[name]``)."""
+        return self._field_structs[name]
 
     def pack(self, *values) -> bytes:
         return self.struct.pack(*values)
@@ -242,6 +250,21 @@ def _fixed_position(name: str, sys_flag: int = 0) -> int:
     raise KeyError(name)
 
 
+def message_field_position(name: str, sys_flag: int = 0) -> int:
+    """Where field ``name`` of the message record starts (fields after a host move with ``sys_flag``)."""
+    return _fixed_position(name, sys_flag)
+
+
+def message_fields_struct(*names: str) -> struct.Struct:
+    """One ``struct.Struct`` over adjacent fixed-size fields of the message record, in order
+    (queue offset and physical offset, patched together by the put path)."""
+    fields = [MESSAGE_FIELDS[_FIELD_INDEX[n]] for n in names]
+    if any(f.kind not in KIND_SIZES for f in fields) or \
+            [_FIELD_INDEX[n] for n in names] != list(range(_FIELD_INDEX[names[0]], _FIELD_INDEX[names[0]] + len(names))):
+        raise ValueError(f"not adjacent fixed-size fields of the message record: {names}")
+    return struct.Struct(">" + "".join(KIND_SIZES[f.kind][0] for f in fields))
+
+
 #: positions that the put path patches inside the lock (MessageDecoder's named positions)
 QUEUE_OFFSET_POSITION = _fixed_position("queue_offset")  # 20
 PHYSICAL_OFFSET_POSITION = _fixed_position("physical_offset")  # 28
@@ -258,6 +281,9 @@ BLANK_RECORD = FixedLayout("BlankRecord", (
     Field("total_size", "i32", "maxBlank", "Bytes from here to the end of the file."),
     Field("magic_code", "i32", "BLANK_MAGIC_CODE", "0xCBD43194: the rest of this file is unused."),
 ), "The END_OF_FILE filler written when the next record does not fit.")
+
+RECORD_HEAD = FixedLayout("RecordHead", MESSAGE_FIELDS[:2],
+                          "The 8 bytes every record starts with, a message or a blank: its size and magic code.")
 
 CONSUME_QUEUE_UNIT = FixedLayout("ConsumeQueueUnit", (
     Field("commit_log_offset", "i64", "offset", "Physical offset of the message in the commitlog."),

@@ -50,6 +50,7 @@ import threading
 from .errors import StoreError
 from .layout import OS_PAGE_SIZE
 from .store_dir import parse_file_name
+from .store_paths import offset_to_file_name  # (re-exported)
 
 __all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name", "reserve_space", "disk_problem"]
 
@@ -124,11 +125,6 @@ def reserve_space(fd: int, path: str, size: int, offset: int = 0) -> None:
                         path, exc.strerror)
             return
         raise
-
-
-def offset_to_file_name(offset: int) -> str:
-    """``UtilAll.offset2FileName``: the 20-digit zero-padded offset."""
-    return f"{offset:020d}"
 
 
 class SelectMappedBufferResult:

@@ -57,14 +57,14 @@ from __future__ import annotations
 import enum
 import logging
 import os
-import struct
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .config import BrokerRole
 from .consume_queue import CQ_STORE_UNIT_SIZE, iter_units
-from .errors import CorruptRecordError, StoreStateError
-from .layout import store_timestamp_position
+from .errors import CorruptRecordError, StoreError, StoreStateError
+from .layout import CONSUME_QUEUE_UNIT, SYSFLAG_POSITION, message_fields_struct, store_timestamp_position
 from .properties import KEY_SEPARATOR, KEYS, TAGS, UNIQ_KEY, java_string_hash, string_to_properties
 from .record import MessageRecord, decode_message_id, decode_record
 
@@ -74,13 +74,15 @@ __all__ = [
     "get_message", "look_message_by_offset", "view_message_by_id", "query_message",
     "get_max_offset_in_queue", "get_min_offset_in_queue", "get_commit_log_offset_in_queue",
     "get_offset_in_queue_by_time", "pickup_store_timestamp", "message_keys", "check_open", "read_message_bytes",
+    "record_keys", "NoRecordAt", "held_record_bytes", "decode_record_at",
 ]
 
 log = logging.getLogger(__name__)
 
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-_SYSFLAG_POSITION = 36
+_I32 = message_fields_struct("sys_flag")
+_I64 = message_fields_struct("store_timestamp")
+_SYSFLAG_POSITION = SYSFLAG_POSITION
+_UNIT = CONSUME_QUEUE_UNIT.struct
 _MAX_FILTER_BYTES = 16000  # getMessage reads at most max(16000, maxMsgNums * 20) bytes of units
 _EXT_ADDR_MAX = -2**31 - 1  # ConsumeQueueExt.MAX_ADDRESS: tags codes at or below it are ext addresses
 
@@ -266,6 +268,57 @@ def _hold_range(queue, offset: int, size: int):
     return mf, pos
 
 
+class NoRecordAt(StoreError):
+    """Commitlog ``offset`` has no readable byte: ``why`` is ``"outside"`` (no file holds it),
+    ``"past_end"`` (beyond the readable part of its file) or ``"closing"`` (its file is unmapped);
+    ``file_from_offset`` and ``readable`` describe that file when there is one."""
+
+    def __init__(self, offset: int, why: str, file_from_offset: int | None = None, readable: int = 0):
+        super().__init__(f"commitlog offset {offset}: {why}")
+        self.offset, self.why, self.file_from_offset, self.readable = offset, why, file_from_offset, readable
+
+
+@contextmanager
+def held_record_bytes(store, offset: int):
+    """``(buffer, position, readable)``: the mapped file holding commitlog ``offset``, held for the
+    ``with`` block (nothing is copied), ``offset``'s position in it and how many of its bytes
+    are readable.  :class:`NoRecordAt` when no byte is readable there.  The one way every
+    "record at offset" look-up (msg, the record view, ``look_message_by_offset``) reaches
+    the bytes; each says what is missing in its own words."""
+    mf = store.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset)
+    if mf is None:
+        raise NoRecordAt(offset, "outside")
+    pos = offset - mf.file_from_offset
+    readable = mf.read_position
+    if pos >= readable:
+        raise NoRecordAt(offset, "past_end", mf.file_from_offset, readable)
+    if mf.mapped is None or not mf.hold():
+        raise NoRecordAt(offset, "closing", mf.file_from_offset, readable)
+    try:
+        yield mf.mapped, pos, readable
+    finally:
+        mf.release()
+
+
+def decode_record_at(store, offset: int, *, check_crc: bool = False):
+    """The record (message or blank) that decodes at commitlog ``offset`` within the readable
+    part of its file: :class:`NoRecordAt` when nothing is readable there,
+    :class:`CorruptRecordError` when the bytes there are no record."""
+    with held_record_bytes(store, offset) as (buf, pos, readable):
+        return decode_record(buf, pos, check_crc=check_crc, limit=readable)
+
+
+def record_keys(props) -> list[str]:
+    """The keys a message is indexed under (its properties ``props``): UNIQ_KEY, then each KEYS
+    token, each once."""
+    keys = []
+    uniq = props.get(UNIQ_KEY)
+    if uniq:
+        keys.append(uniq)
+    keys.extend(k for k in (props.get(KEYS) or "").split(KEY_SEPARATOR) if k and k not in keys)
+    return keys
+
+
 def _read_record(store, offset: int, size: int, *, check_crc: bool = False):
     """The record of ``size`` bytes at commitlog ``offset``.
 
@@ -300,18 +353,6 @@ def read_message_bytes(store, offset: int, size: int) -> bytes | None:
     mf, pos = held
     try:
         return bytes(mf.mapped[pos:pos + size])
-    finally:
-        mf.release()
-
-
-def _read_int_at(store, offset: int) -> int | None:
-    cl = store.commit_log
-    held = _hold_range(cl.mapped_file_queue, offset, 4)
-    if held is None:
-        return None
-    mf, pos = held
-    try:
-        return _I32.unpack_from(mf.mapped, pos)[0]
     finally:
         mf.release()
 
@@ -555,7 +596,7 @@ def _file_by_store_time(store, files, timestamp: int):
         if last < 0 or not mf.hold():
             continue
         try:
-            phy, size, _ = struct.unpack_from(">qiq", mf.mapped, last)
+            phy, size, _ = _UNIT.unpack_from(mf.mapped, last)
         finally:
             mf.release()
         if pickup_store_timestamp(store, phy, size) >= timestamp:
@@ -601,7 +642,7 @@ def _search_file(store, cq, mf, timestamp: int) -> int:
     buf = mf.mapped
     while high >= low:
         mid = (low + high) // (2 * unit) * unit
-        phy, size, _ = struct.unpack_from(">qiq", buf, mid)
+        phy, size, _ = _UNIT.unpack_from(buf, mid)
         if phy < min_phy:
             low = mid + unit
             left = mid
@@ -640,13 +681,16 @@ def look_message_by_offset(store, phy_offset: int, size: int | None = None, *,
     returns null for those as well).
     """
     check_open(store)
-    if size is None:
-        size = _read_int_at(store, phy_offset)
-        if size is None or size <= 0:
-            return None
     try:
-        return _read_record(store, phy_offset, size, check_crc=check_crc)
-    except CorruptRecordError as exc:
+        rec = decode_record_at(store, phy_offset, check_crc=check_crc)
+        if not isinstance(rec, MessageRecord):
+            raise CorruptRecordError("a blank (END_OF_FILE) record, not a message", phy_offset)
+        if size is not None and rec.total_size != size:
+            raise CorruptRecordError(f"the record is {rec.total_size} bytes, {size} expected", phy_offset)
+        if rec.physical_offset != phy_offset:
+            raise CorruptRecordError(f"the record says it sits at {rec.physical_offset}", phy_offset)
+        return rec
+    except (NoRecordAt, CorruptRecordError) as exc:
         log.debug("no message at commitlog offset %d: %s", phy_offset, exc)
         return None
 
@@ -671,15 +715,8 @@ def view_message_by_id(store, msg_id: str, *, check_host: bool = True) -> Messag
 
 
 def message_keys(record: MessageRecord) -> set[str]:
-    """The keys a record is indexed under: UNIQ_KEY and every token of KEYS."""
-    props = string_to_properties(record.properties)
-    keys = set()
-    if props.get(UNIQ_KEY):
-        keys.add(props[UNIQ_KEY])
-    for k in (props.get(KEYS) or "").split(KEY_SEPARATOR):
-        if k:
-            keys.add(k)
-    return keys
+    """The keys a record is indexed under: UNIQ_KEY and every token of KEYS (:func:`record_keys`)."""
+    return set(record_keys(string_to_properties(record.properties)))
 
 
 def query_message(store, topic: str, key: str, max_count: int, begin: int, end: int, *,

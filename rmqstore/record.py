@@ -32,6 +32,8 @@ from .layout import (
     MESSAGE_FIELDS,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
+    RECORD_HEAD,
+    SYSFLAG_POSITION,
     message_field_spans,
     message_header_struct,
 )
@@ -159,7 +161,7 @@ _BORN_V6 = BORNHOST_V6_FLAG
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_MAGIC = struct.Struct(">ii")
+_MAGIC = RECORD_HEAD.struct
 
 
 def encode_message(*, queue_id: int, flag: int, queue_offset: int, physical_offset: int,
@@ -241,7 +243,7 @@ def _decode_message(buf, pos, total, magic, topic_len_size, end_of_buf, check_cr
         raise CorruptRecordError(f"record declares {total} bytes but only {end_of_buf - pos} remain", pos)
     if total < 91:
         raise CorruptRecordError(f"record declares {total} bytes, shorter than any record", pos)
-    sys_flag = _I32.unpack_from(buf, pos + 36)[0]
+    sys_flag = _I32.unpack_from(buf, pos + SYSFLAG_POSITION)[0]
     header = message_header_struct(bool(sys_flag & _BORN_V6), bool(sys_flag & _STORE_V6))
     if header.size + topic_len_size + 2 > total:
         raise CorruptRecordError(f"record declares {total} bytes, too short for its header", pos)

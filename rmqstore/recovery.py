@@ -143,7 +143,8 @@ from .errors import CorruptRecordError
 from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION,
                      store_timestamp_position)
 from .record import decode_record
-from .store_dir import list_store_files
+from .store_dir import file_is_all_zero, list_store_files  # (file_is_all_zero re-exported)
+from .store_paths import checkpoint_path, commitlog_dir
 
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
@@ -247,7 +248,7 @@ class CheckpointSnapshot:
 
 def open_checkpoint(store):
     """The store's checkpoint: mapped for writing (created if missing), or a read-only snapshot."""
-    path = os.path.join(store.root, "checkpoint")
+    path = checkpoint_path(store.root)
     return CheckpointSnapshot(path) if store.read_only else StoreCheckpoint(path)
 
 
@@ -506,17 +507,6 @@ def recover(store, last_exit_ok: bool) -> int:
 
 
 # -- leftovers of a kill --------------------------------------------------------------------
-def file_is_all_zero(path: str) -> bool:
-    """Every byte of the file is zero (also: it is empty)."""
-    with open(path, "rb") as f:
-        while True:
-            chunk = f.read(1 << 20)
-            if not chunk:
-                return True
-            if chunk.count(0) != len(chunk):
-                return False
-
-
 def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
     """Files at the end of a segment directory that have the wrong size and hold only zeros."""
     out = []
@@ -543,7 +533,7 @@ def remove_creation_leftovers(store) -> list[str]:
     if store.read_only:
         return []
     doomed = []
-    for d in [os.path.join(store.root, "commitlog"), *_queue_dirs(store.root)]:
+    for d in [commitlog_dir(store.root), *_queue_dirs(store.root)]:
         doomed += [stray.path for stray in list_store_files(d).check().strays
                    if _CREATING.fullmatch(stray.name) and os.path.isfile(stray.path)]
     for path in doomed:
@@ -557,7 +547,7 @@ def remove_interrupted_allocations(store) -> list[str]:
     if store.read_only:
         return []
     cfg = store.config
-    doomed = _trailing_empty_misfits(os.path.join(store.root, "commitlog"), cfg.mapped_file_size_commit_log)
+    doomed = _trailing_empty_misfits(commitlog_dir(store.root), cfg.mapped_file_size_commit_log)
     for qdir in _queue_dirs(store.root):
         doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
     # (index files: IndexService.load deletes an empty misfit on every writable load)

@@ -31,6 +31,7 @@ from typing import Callable, Iterator
 from .errors import CorruptRecordError, StoreError
 from .record import BlankRecord, decode_record
 from .store_dir import list_store_files
+from .store_paths import commitlog_dir
 
 __all__ = ["Segment", "ScanStop", "CommitLogScan", "find_commitlog_dir", "list_segments", "scan_commitlog"]
 
@@ -85,7 +86,7 @@ def find_commitlog_dir(path) -> str:
         raise StoreError(f"{path}: no such store directory")
     if not os.path.isdir(path):
         raise StoreError(f"{path}: not a directory")
-    sub = os.path.join(path, "commitlog")
+    sub = commitlog_dir(path)
     if os.path.isdir(sub):
         return sub
     if list_store_files(path).files:

@@ -57,6 +57,7 @@ from .ha import HAService
 from .message import Message, MessageBatch
 from .record import field_problem
 from .status import PutMessageResult, PutMessageStatus
+from .store_paths import abort_path, commitlog_dir, lock_path
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
@@ -222,7 +223,7 @@ class MessageStore:
             self.transient_store_pool = TransientStorePool(config.transient_store_pool_size,
                                                            config.mapped_file_size_commit_log)
         self.allocate_service = AllocateMappedFileService(config, self.transient_store_pool)
-        self.commit_log = CommitLog(os.path.join(self.root, "commitlog"), config, clock=self.clock,
+        self.commit_log = CommitLog(commitlog_dir(self.root), config, clock=self.clock,
                                     allocate_service=None if read_only else self.allocate_service,
                                     transient_store_pool=self.transient_store_pool, read_only=read_only)
         self.stats = StoreStats()
@@ -256,7 +257,7 @@ class MessageStore:
     # -- lifecycle -----------------------------------------------------------------
     @property
     def abort_file(self) -> str:
-        return os.path.join(self.root, "abort")
+        return abort_path(self.root)
 
     # -- load and recovery (rmqstore.recovery) ---------------------------------------
     def load(self) -> bool:
@@ -311,7 +312,7 @@ class MessageStore:
             return
         keys = _WRITERS.take(self)  # this process first: the POSIX lock would not see a second writer here
         try:
-            fd = os.open(os.path.join(self.root, "lock"), os.O_RDWR | os.O_CREAT, 0o644)
+            fd = os.open(lock_path(self.root), os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
             except OSError:

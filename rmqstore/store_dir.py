@@ -48,25 +48,26 @@ import mmap
 import os
 import re
 import stat
-import struct
 from array import array
 from dataclasses import dataclass, replace
 
 from .config import StoreConfig
 from .errors import CorruptRecordError, StoreError
-from .layout import INDEX_ENTRY, INDEX_HEADER
+from .layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT
 from .record import decode_record
+from .store_paths import (NAME_DIGITS, commitlog_dir, consume_queue_dir, consume_queue_ids, consume_queue_root,
+                          index_dir, is_commitlog_dir, parse_file_name)
 
 __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "consume_queue_file_size",
            "index_dimensions", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
-           "parse_file_name", "grid_problem", "data_extents", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
+           "parse_file_name", "grid_problem", "data_extents", "data_in", "first_nonzero", "count_nonzero",
+           "file_is_all_zero", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
            "index_file_dimensions", "index_size"]
 
 #: the largest file RocketMQ maps (``MappedFile.fileSize`` and the configured sizes are ``int``)
 MAX_FILE_SIZE = 2**31 - 1
 #: the largest offset a log can reach (offsets are ``long``)
 MAX_OFFSET = 2**63 - 1
-_NAME_DIGITS = {"segment": 20, "index": 17}
 
 
 @dataclass(frozen=True)
@@ -117,13 +118,6 @@ class FolderListing:
         if self.unusable:
             raise self.unusable[0].error()
         return self
-
-
-def parse_file_name(name: str, kind: str = "segment") -> int | None:
-    """The number a store file's name spells, or None when ``name`` is not one (see the module doc)."""
-    if len(name) != _NAME_DIGITS[kind] or not name.isascii() or not name.isdigit():
-        return None
-    return int(name)
 
 
 def grid_problem(offset: int, file_size: int) -> str | None:
@@ -182,7 +176,7 @@ def list_store_files(directory, kind: str = "segment") -> FolderListing:
         return FolderListing(directory)
     except OSError as exc:
         raise StoreError(f"{directory}: cannot list the folder: {exc.strerror}") from None
-    digits = _NAME_DIGITS[kind]
+    digits = NAME_DIGITS[kind]
     files, strays, unusable = [], [], []
     for name in names:
         path = os.path.join(directory, name)
@@ -236,14 +230,61 @@ def data_extents(fd: int, size: int, cap: int = 4096) -> list[tuple[int, int]] |
     return out
 
 
+def data_in(start: int, end: int, extents) -> list[tuple[int, int]]:
+    """The parts of ``[start, end)`` that hold data (``extents``: a file's data regions from
+    :func:`data_extents`, None = all of it)."""
+    if extents is None:
+        return [(start, end)] if start < end else []
+    return [(max(a, start), min(b, end)) for a, b in extents if a < end and b > start]
+
+
+_SCAN_CHUNK = 1 << 20
+_ZERO_CHUNK = bytes(_SCAN_CHUNK)
+
+
+def first_nonzero(buf, start: int, end: int, extents=None) -> int | None:
+    """Position of the first non-zero byte in ``buf[start:end]``, or None; holes (outside
+    ``extents``) are skipped, and data is compared a MiB at a time."""
+    for a, b in data_in(start, end, extents):
+        pos = a
+        while pos < b:
+            n = min(_SCAN_CHUNK, b - pos)
+            chunk = buf[pos:pos + n]
+            if chunk != _ZERO_CHUNK[:n]:
+                return pos + (n - len(chunk.lstrip(b"\0")))
+            pos += n
+    return None
+
+
+def count_nonzero(buf, start: int, end: int, extents=None) -> int:
+    """How many bytes of ``buf[start:end]`` are not zero (holes, outside ``extents``, are skipped)."""
+    n = 0
+    for a, b in data_in(start, end, extents):
+        for pos in range(a, b, _SCAN_CHUNK):
+            chunk = buf[pos:min(b, pos + _SCAN_CHUNK)]
+            n += len(chunk) - chunk.count(0)
+    return n
+
+
+def file_is_all_zero(path: str) -> bool:
+    """Every byte of the file is zero (also: it is empty).  Only the file's data is read: a
+    sparse file costs what it holds, not the size it claims."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return True
+        extents = data_extents(f.fileno(), size)
+        with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
+            return first_nonzero(buf, 0, size, extents) is None
+
+
 def resolve_store_root(path) -> str:
     """The store root of ``path``: itself, ``path/store`` for a fixture folder (a fixture: <name>/store),
     or the store whose ``commitlog/`` folder ``path`` is (what ``rmqstore dump`` also accepts)."""
     root = os.fspath(path)
-    if os.path.isdir(os.path.join(root, "store", "commitlog")) and not os.path.isdir(os.path.join(root, "commitlog")):
+    if os.path.isdir(commitlog_dir(os.path.join(root, "store"))) and not os.path.isdir(commitlog_dir(root)):
         root = os.path.join(root, "store")
-    elif os.path.basename(os.path.normpath(root)) == "commitlog" and os.path.isdir(root) \
-            and not os.path.isdir(os.path.join(root, "commitlog")):
+    elif is_commitlog_dir(root) and os.path.isdir(root) and not os.path.isdir(commitlog_dir(root)):
         root = os.path.dirname(os.path.normpath(root)) or "."
     if not os.path.exists(root):
         raise StoreError(f"{root}: no such store directory")
@@ -277,7 +318,7 @@ def commitlog_segment_size(root: str) -> int | None:
     random bytes says nothing about the segment size, and a store made of such files alone
     is refused.
     """
-    d = os.path.join(root, "commitlog")
+    d = commitlog_dir(root)
     files = list_store_files(d).check().files
     sizes = {f.size for f in files}
     if not sizes:
@@ -295,14 +336,13 @@ def commitlog_segment_size(root: str) -> int | None:
 
 def consume_queue_file_size(root: str) -> int | None:
     """The size of consume-queue files (the first queue directory that has any)."""
-    from .consume_queue import consume_queue_dir, consume_queue_ids  # it imports this module
-
     for topic, qid in consume_queue_ids(root):
         files = list_store_files(consume_queue_dir(root, topic, qid)).check().files
         if files:
             size = files[0].size
-            if size < 20:
-                raise StoreError(f"{files[0].path}: a consume-queue file of {size} bytes holds no 20-byte unit")
+            if size < CONSUME_QUEUE_UNIT.size:
+                raise StoreError(f"{files[0].path}: a consume-queue file of {size} bytes holds no "
+                                 f"{CONSUME_QUEUE_UNIT.size}-byte unit")
             return size
     return None
 
@@ -310,19 +350,22 @@ def consume_queue_file_size(root: str) -> int | None:
 _HEADER_SIZE = INDEX_HEADER.size  # 40
 _ENTRY_SIZE = INDEX_ENTRY.size  # 20
 _PHY_AT = INDEX_ENTRY.offsets["phy_offset"]
-_I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
+_SLOT_SIZE = INDEX_SLOT.size  # 4
+_I64 = INDEX_ENTRY.field_struct("phy_offset")
+_I32 = INDEX_SLOT.struct
+#: one slot and the four entries RocketMQ's defaults give it (maxIndexNum == 4 * maxHashSlotNum)
+_DEFAULT_SLOT_SHARE = _SLOT_SIZE + 4 * _ENTRY_SIZE  # 84
 _NONZERO = re.compile(rb"[^\x00]")
 _CHAINS_CHECKED = 4096  # slot chains walked per candidate (enough to tell; bounded for 5M-slot files)
 
 
 def index_size(slots: int, entries: int) -> int:
     """The size of an index file with ``slots`` hash slots and ``entries`` entries."""
-    return _HEADER_SIZE + 4 * slots + _ENTRY_SIZE * entries
+    return _HEADER_SIZE + _SLOT_SIZE * slots + _ENTRY_SIZE * entries
 
 
 def _index_files(root: str) -> list[str]:
-    d = os.path.join(root, "index")
+    d = index_dir(root)
     return [f.path for f in list_store_files(d, "index").check().files]
 
 
@@ -367,13 +410,13 @@ def _consistent(buf, h, slots: int) -> bool:
     Cheap checks first: the entries the header names, then the slot table, then the chains.
     """
     used = h.index_count
-    base = _HEADER_SIZE + 4 * slots  # entry 0
+    base = _HEADER_SIZE + _SLOT_SIZE * slots  # entry 0
 
     def entry(n):
         return INDEX_ENTRY.unpack_from(buf, base + n * _ENTRY_SIZE)
 
     def slot(n):
-        return _I32.unpack_from(buf, _HEADER_SIZE + 4 * n)[0]
+        return _I32.unpack_from(buf, _HEADER_SIZE + _SLOT_SIZE * n)[0]
 
     first, last = entry(1), entry(used - 1)
     if (any(buf[base:base + _ENTRY_SIZE]) or first.phy_offset != h.begin_phy_offset or first.prev_index
@@ -422,7 +465,7 @@ def index_dimensions(root: str, *, slots: int | None = None, entries: int | None
     # a 0-byte file is an index file a kill or a full disk interrupted between creating and
     # sizing it: it holds nothing, and the index reader skips it with a warning (IndexService.load)
     paths = [p for p in _index_files(root) if os.path.getsize(p)]
-    d = os.path.join(root, "index")
+    d = index_dir(root)
     if not paths:
         return (slots, entries) if slots is not None and entries is not None else None
     sizes = {os.path.getsize(p) for p in paths}
@@ -478,8 +521,8 @@ def _pick_dimensions(d, size, candidates, slots, entries, strict) -> tuple[int, 
                else f"{len(candidates)} (slots, entries) fit them")
         raise StoreError(f"{d}: cannot tell the index files' slots and entries ({size} bytes; {why}); "
                          "give max_hash_slot_num and max_index_num explicitly")
-    if candidates is None and size >= _HEADER_SIZE + 84 and not (size - _HEADER_SIZE) % 84:
-        n = (size - _HEADER_SIZE) // 84  # RocketMQ's defaults keep entries == 4 * slots
+    if candidates is None and size >= _HEADER_SIZE + _DEFAULT_SLOT_SHARE and not (size - _HEADER_SIZE) % _DEFAULT_SLOT_SHARE:
+        n = (size - _HEADER_SIZE) // _DEFAULT_SLOT_SHARE  # RocketMQ's defaults keep entries == 4 * slots
         return n, 4 * n
     raise StoreError(f"{d}: index files of {size} bytes do not tell their slots and entries; "
                      "give max_hash_slot_num and max_index_num explicitly")
@@ -501,7 +544,7 @@ def infer_config(root: str, base: StoreConfig | None = None, *, cq_file_size: in
         changes["mapped_file_size_commit_log"] = size
     cq = consume_queue_file_size(root)
     if cq is not None and cq_file_size is not None and cq != cq_file_size:
-        raise StoreError(f"{os.path.join(root, 'consumequeue')}: consume-queue files are {cq} bytes, "
+        raise StoreError(f"{consume_queue_root(root)}: consume-queue files are {cq} bytes, "
                          f"not {cq_file_size}")
     cq = cq if cq is not None else cq_file_size
     if cq is not None:

@@ -528,3 +528,52 @@ def test_dump_does_not_touch_the_store(name, store):
     code, out, _ = run_cli(["dump", root, "--json"])
     assert code == 0 and out
     assert _snapshot(root) == before
+
+
+# -- the command line's modules: one-way imports, small modules ---------------------------------------
+
+_PACKAGE = Path(__file__).resolve().parent.parent / "rmqstore"
+
+
+def _modules_after_import(module: str) -> set[str]:
+    import subprocess
+    import sys
+
+    code = f"import sys, {module}; print('\\n'.join(m for m in sys.modules if m.startswith('rmqstore')))"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=_PACKAGE.parent)
+    assert proc.returncode == 0, proc.stderr
+    return set(proc.stdout.split())
+
+
+def test_cli_and_spark_cli_do_not_import_each_other():
+    """``rmqstore.cli`` adds ``rmqstore spark`` when its parser is built; ``rmqstore.spark.cli`` (the
+    spark-submit entry point) never imports ``rmqstore.cli``: no cycle, in a fresh interpreter each."""
+    after_cli = _modules_after_import("rmqstore.cli")
+    assert "rmqstore.cli" in after_cli and "rmqstore.spark.cli" not in after_cli
+    after_spark = _modules_after_import("rmqstore.spark.cli")
+    assert "rmqstore.spark.cli" in after_spark and "rmqstore.cli" not in after_spark
+    # and running the spark entry point's parser does not pull it in either
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom rmqstore.spark.cli import main\ncode = main(['stats', '/no/such/store'])\n"
+            "assert 'rmqstore.cli' not in sys.modules, 'rmqstore.cli imported'\nsys.exit(code)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          cwd=_PACKAGE.parent)
+    assert proc.returncode == 2, proc.stderr
+    assert "rmqstore: error:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_command_line_modules_stay_small():
+    for path in [_PACKAGE / "cli.py", _PACKAGE / "replay.py", *sorted((_PACKAGE / "commands").glob("*.py"))]:
+        lines = path.read_text(encoding="utf-8").count("\n")
+        assert lines < 500, f"{path.name}: {lines} lines"
+
+
+def test_the_replay_engine_is_its_own_module():
+    from rmqstore import replay
+    from rmqstore.errors import RmqStoreError
+
+    assert replay.__all__ == ["Loader", "ReplayError"] and issubclass(replay.ReplayError, RmqStoreError)
+    assert not hasattr(__import__("rmqstore.cli").cli, "_Loader")

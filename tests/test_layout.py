@@ -167,3 +167,21 @@ def test_layout_markdown_sizes_of_message():
     assert rows["body"] == "4 + n"
     assert rows["topic"] == "1 (V2: 2) + n"
     assert rows["properties"] == "2 + n"
+
+
+def test_field_structs_come_from_the_tables():
+    """Readers that patch or read one field take its struct from the table, not a format of their own."""
+    from rmqstore.layout import RECORD_HEAD, message_field_position, message_fields_struct
+
+    assert RECORD_HEAD.struct.format == BLANK_RECORD.struct.format == ">ii"
+    assert [f.name for f in RECORD_HEAD.fields] == ["total_size", "magic_code"]
+    assert CONSUME_QUEUE_UNIT.struct.format == ">qiq"
+    assert message_fields_struct("queue_offset", "physical_offset").format == ">qq"
+    assert message_fields_struct("sys_flag").format == ">i"
+    assert [message_field_position(n) for n in ("body_crc", "queue_id", "flag", "queue_offset", "born_timestamp")] \
+        == [8, 12, 16, 20, 40]
+    assert message_field_position("store_timestamp", 0x10) == 68  # after an IPv6 born host
+    assert [INDEX_HEADER.field_struct(f.name).format for f in INDEX_HEADER.fields] == [">q"] * 4 + [">i"] * 2
+    for names in [("queue_id", "sys_flag"), ("born_host", "store_timestamp"), ("nope",)]:
+        with pytest.raises((ValueError, KeyError)):
+            message_fields_struct(*names)

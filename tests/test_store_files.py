@@ -12,6 +12,7 @@ Memory and time of ``verify`` depend on the bytes present, not on the offsets na
 from __future__ import annotations
 
 import hashlib
+import mmap
 import os
 import random
 import shutil
@@ -26,7 +27,8 @@ from rmqstore import Message, MessageStore
 from rmqstore.errors import RmqStoreError, StoreError
 from rmqstore.record import MessageRecord
 from rmqstore.store import open_store
-from rmqstore.store_dir import infer_config, list_store_files
+from rmqstore.store_dir import (count_nonzero, data_extents, file_is_all_zero, first_nonzero, infer_config,
+                                 list_store_files)
 from rmqstore.verify import ERROR, verify
 
 UNICODE_ZEROS = "\u0660" * 20  # ARABIC-INDIC DIGIT ZERO: str.isdigit() says yes
@@ -306,3 +308,75 @@ def test_sparse_consume_queue_costs_what_is_present(basic):
     assert any(p.kind == "file_size" and p.path == "consumequeue/TopicA/0/00000000000000006000"
                for p in report.errors), [str(p) for p in report.errors]
     assert report.units == 600
+
+
+# -- zero scans skip holes (store_dir.first_nonzero, count_nonzero, file_is_all_zero) -----------------
+
+class _CountingBuffer:
+    """A buffer that counts the bytes sliced out of it: what a scan really reads."""
+
+    def __init__(self, buf):
+        self.buf, self.read = buf, 0
+
+    def __getitem__(self, key):
+        chunk = self.buf[key]
+        self.read += len(chunk)
+        return chunk
+
+
+def _sparse(path, size, data):
+    """A ``size``-byte file of holes but for ``data`` (position -> bytes); never written densely."""
+    with open(path, "wb") as f:
+        for pos, b in data.items():
+            f.seek(pos)
+            f.write(b)
+    os.truncate(path, size)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        extents = data_extents(fd, size)
+    finally:
+        os.close(fd)
+    if extents is None or sum(b - a for a, b in extents) > 1 << 22:
+        pytest.skip("the file system does not report holes")
+    return extents
+
+
+def test_first_nonzero_skips_holes(tmp_path):
+    size = 16 << 30  # 16 GiB claimed, a few pages held
+    path = tmp_path / "sparse"
+    extents = _sparse(path, size, {0: bytes(100), size - 4096 + 7: b"\x05\x00\x09"})
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as m:
+        buf = _CountingBuffer(m)
+        assert first_nonzero(buf, 0, size, extents) == size - 4096 + 7
+        assert buf.read <= sum(b - a for a, b in extents)  # the holes were never read
+        assert first_nonzero(buf, 0, size - 4096, extents) is None
+        assert first_nonzero(buf, size - 4096 + 8, size, extents) == size - 4096 + 9
+        buf.read = 0
+        assert count_nonzero(buf, 0, size, extents) == 2
+        assert buf.read <= sum(b - a for a, b in extents)
+    # the same answers when the file system is not asked (every byte counts as data), on a small buffer
+    small = bytes(5000) + b"\x01" + bytes(10) + b"\x02"
+    assert first_nonzero(small, 0, len(small)) == 5000
+    assert first_nonzero(small, 5001, len(small)) == 5011
+    assert first_nonzero(small, 0, 5000) is None
+    assert count_nonzero(small, 0, len(small)) == 2 and count_nonzero(small, 5001, 5011) == 0
+
+
+def test_file_is_all_zero_costs_what_the_file_holds(tmp_path):
+    size = 64 << 30  # a dense scan of 64 GiB of zeros takes tens of seconds
+    holes = tmp_path / "holes"
+    _sparse(holes, size, {4096: bytes(4096)})
+    tail = tmp_path / "tail"
+    _sparse(tail, size, {size - 1: b"\x01"})
+    start = time.monotonic()
+    assert file_is_all_zero(str(holes))
+    assert not file_is_all_zero(str(tail))
+    assert time.monotonic() - start < 5
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    assert file_is_all_zero(str(empty))
+    dense = tmp_path / "dense"
+    dense.write_bytes(bytes(3 << 20) + b"\x00\x07")
+    assert not file_is_all_zero(str(dense))
+    dense.write_bytes(bytes(3 << 20))
+    assert file_is_all_zero(str(dense))

@@ -38,6 +38,7 @@ from .send import SendMessageProcessor
 from .tasks import BackgroundTask
 from .topics import TopicConfigManager
 from .transaction import TransactionService
+from ..store_paths import config_dir
 
 __all__ = ["Broker", "DIFFERENCES"]
 
@@ -159,4 +160,4 @@ class Broker:
         log.info("broker %s stopped", self.config.broker_name)
 
     def config_dir(self) -> str:
-        return os.path.join(self.store_root, "config")
+        return config_dir(self.store_root)

@@ -12,10 +12,10 @@ the file before the broker starts, as with RocketMQ's ``updateSubGroup``.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, fields
 
 from .config import camel_to_snake
+from ..store_paths import SUBSCRIPTION_GROUP_JSON, config_path
 from .jsonfmt import ConfigTable
 
 __all__ = ["SubscriptionGroupConfig", "SubscriptionGroupManager", "SYSTEM_GROUPS"]
@@ -60,7 +60,7 @@ class SubscriptionGroupManager(ConfigTable):
     table_key = "subscriptionGroupTable"
 
     def __init__(self, store_root: str, broker_config):
-        super().__init__(os.path.join(store_root, "config", "subscriptionGroup.json"))
+        super().__init__(config_path(store_root, SUBSCRIPTION_GROUP_JSON))
         self.broker_config = broker_config
         self.table = {g: SubscriptionGroupConfig(g) for g in SYSTEM_GROUPS}
 

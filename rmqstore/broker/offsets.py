@@ -13,10 +13,10 @@ they committed.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 
 from .jsonfmt import dumps, read_config_file, write_config_file
+from ..store_paths import CONSUMER_OFFSET_JSON, config_path
 
 __all__ = ["ConsumerOffsetManager", "TOPIC_GROUP_SEPARATOR"]
 
@@ -27,7 +27,7 @@ TOPIC_GROUP_SEPARATOR = "@"
 
 class ConsumerOffsetManager:
     def __init__(self, store_root: str):
-        self.path = os.path.join(store_root, "config", "consumerOffset.json")
+        self.path = config_path(store_root, CONSUMER_OFFSET_JSON)
         self.table: dict[str, dict[int, int]] = {}
         self._lock = threading.Lock()
         self._dirty = False

@@ -25,6 +25,7 @@ import os
 
 from ..message import Message
 from ..properties import REAL_QID, REAL_TOPIC, parse_properties
+from ..store_paths import DELAY_OFFSET_JSON, config_path
 from .jsonfmt import dumps, read_config_file, write_config_file
 from .tasks import BackgroundTask
 from .topics import SCHEDULE_TOPIC
@@ -40,7 +41,7 @@ _AFTER_FAILURE_S = 10.0  # DELAY_FOR_A_PERIOD
 class ScheduleMessageService:
     def __init__(self, broker):
         self.broker = broker
-        self.path = os.path.join(broker.store_root, "config", "delayOffset.json")
+        self.path = config_path(broker.store_root, DELAY_OFFSET_JSON)
         self.offsets: dict[int, int] = {}
         self._retry_at: dict[int, float] = {}
         self._task = BackgroundTask()

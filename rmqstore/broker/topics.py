@@ -17,11 +17,11 @@ The file is fastjson's text (:mod:`rmqstore.broker.jsonfmt`), written atomically
 from __future__ import annotations
 
 import logging
-import os
 import re
 from dataclasses import dataclass
 
 from .jsonfmt import ConfigTable
+from ..store_paths import TOPICS_JSON, config_path
 
 __all__ = ["PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TopicConfig", "TopicConfigManager",
            "validate_topic", "AUTO_CREATE_TOPIC_KEY_TOPIC", "SCHEDULE_TOPIC", "RETRY_GROUP_TOPIC_PREFIX",
@@ -100,7 +100,7 @@ class TopicConfigManager(ConfigTable):
     table_key = "topicConfigTable"
 
     def __init__(self, store_root: str, broker_config, delay_levels: int = 18):
-        super().__init__(os.path.join(store_root, "config", "topics.json"))
+        super().__init__(config_path(store_root, TOPICS_JSON))
         self.delay_levels = delay_levels
         self.broker_config = broker_config
         #: called after a topic is added or changed (a broker registering with name servers re-registers)

@@ -122,7 +122,7 @@ def spark_session(master: str | None = None, app_name: str = "rmqstore"):
 
 def run(args: argparse.Namespace, stdout, stderr) -> int:
     """Run the ``rmqstore spark`` subcommand in ``args``; the exit code (0 ok, 1 damage found)."""
-    from ..cli import CliError, Streams
+    from ..commands.terminal import CliError, Streams
 
     io = Streams(None, stdout, stderr)
     try:
@@ -145,9 +145,9 @@ class _SparkProgress:
     polled from the SparkContext's status tracker twice a second."""
 
     def __init__(self, io, spark, what: str):
-        from ..cli import _progress
+        from ..commands.terminal import progress_bar
 
-        self.bar = _progress(io, f"spark {what}", None, unit="tasks done")
+        self.bar = progress_bar(io, f"spark {what}", None, unit="tasks done")
         self.tracker = spark.sparkContext.statusTracker()
         self.done: dict[int, int] = {}  # stage id -> tasks completed (as last seen)
         self.stop = threading.Event()
@@ -185,7 +185,7 @@ class _SparkProgress:
 
 
 def _stats(spark, args, io) -> int:
-    from ..cli import _json_out, _Out
+    from ..commands.terminal import Out, json_out
     from .stats import commitlog_frame, stats
 
     df = commitlog_frame(spark, args.stores, body=False, split_size=args.split_size).persist()
@@ -195,9 +195,9 @@ def _stats(spark, args, io) -> int:
     finally:
         df.unpersist()
     if args.json:
-        _json_out(io, result)
+        json_out(io, result)
     else:
-        out = _Out(io)
+        out = Out(io)
         out.kv([("spark", f"master {spark.sparkContext.master}, {df.rdd.getNumPartitions()} partition(s) "
                           f"over {len(args.stores)} store(s)")])
         _print_stats(out, result)
@@ -231,40 +231,41 @@ def _n(value) -> str:
 
 
 def _export(spark, args, io) -> int:
-    from ..cli import _Out
+    from ..commands.terminal import Out
     from .export import export
 
     with _SparkProgress(io, spark, "export"):
         result = export(spark, args.stores, args.out, body=not args.no_body, partition_by=args.partition_by,
                         split_size=args.split_size, mode="overwrite" if args.overwrite else "error")
-    _Out(io).kv([("out", result.path), ("files", len(result.files)), ("rows", _n(result.rows)),
+    Out(io).kv([("out", result.path), ("files", len(result.files)), ("rows", _n(result.rows)),
                  ("bytes", _n(result.bytes))], title="exported to Parquet")
     return 0
 
 
 def _verify(spark, args, io) -> int:
-    from ..cli import _json_out, _Out, _print_verify
+    from ..commands.terminal import Out, json_out
+    from ..commands.verify import print_verify
     from .verify import verify
 
     with _SparkProgress(io, spark, "verify"):
         reports = verify(spark, list(args.stores))
-    out = _Out(io)
+    out = Out(io)
     for report in reports:
         if args.json:
-            _json_out(io, report.to_dict(), indent=None)
+            json_out(io, report.to_dict(), indent=None)
         else:
-            _print_verify(out, report)
+            print_verify(out, report)
     return 0 if all(r.ok for r in reports) else 1
 
 
 def _rebuild(spark, args, io) -> int:
-    from ..cli import _Out
+    from ..commands.terminal import Out
     from .rebuild import rebuild
 
     kwargs = {} if args.split_size is None else {"split_size": args.split_size}
     with _SparkProgress(io, spark, "rebuild"):
         result = rebuild(spark, args.stores[0], args.out, **kwargs)
-    _Out(io).kv([("out", result.out_dir), ("records", _n(result.records)),
+    Out(io).kv([("out", result.out_dir), ("records", _n(result.records)),
                  ("consume queue", f"{_n(result.units)} units in {len(result.consume_queue_files)} files"),
                  ("index", f"{_n(result.index_entries)} entries in {len(result.index_files)} files")],
                 title="rebuilt")
@@ -275,10 +276,15 @@ _RUNNERS = {"stats": _stats, "export": _export, "verify": _verify, "rebuild": _r
 
 
 def main(argv=None) -> int:
-    """``rmqstore spark ARGS`` -- the entry point for ``spark-submit .../rmqstore/spark/cli.py ARGS``."""
-    from rmqstore import cli
+    """``rmqstore spark ARGS`` -- the entry point for ``spark-submit .../rmqstore/spark/cli.py ARGS``: the
+    same parser and error handling as ``rmqstore``, with only ``spark`` in it (:mod:`rmqstore.cli`
+    imports this module, never the other way)."""
+    from rmqstore.commands.terminal import PROG, run_command_line, streams
+    from rmqstore.spark.cli import add_spark_parser  # the package's module, also when this file is __main__
 
-    return cli.main(["spark", *(sys.argv[1:] if argv is None else argv)])
+    parser = argparse.ArgumentParser(prog=PROG, description="Apache RocketMQ's commitlog store, in Python.")
+    add_spark_parser(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
+    return run_command_line(parser, ["spark", *(sys.argv[1:] if argv is None else argv)], streams())
 
 
 if __name__ == "__main__":

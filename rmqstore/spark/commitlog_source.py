@@ -39,7 +39,8 @@ import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
 from ..errors import CorruptRecordError, StoreError
-from ..layout import MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION, SYSFLAG_POSITION
+from ..layout import (MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION, SYSFLAG_POSITION,
+                      message_field_position)
 from ..properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, parse_properties
 from ..ranges import read_range
 from ..record import Address
@@ -49,6 +50,9 @@ from ._columns import arrow_schema, layout_columns
 from ._options import source_paths
 
 __all__ = ["CommitLogDataSource", "COMMITLOG_SCHEMA", "register", "CommitLogPartition", "records_to_batch"]
+
+#: where the fixed fields before the born host start (the same for every record)
+_AT = {name: message_field_position(name) for name in ("body_crc", "queue_id", "flag", "queue_offset", "born_timestamp")}
 
 #: every field of the layout table (hosts as "ip:port"), plus what the dump adds
 COMMITLOG_SCHEMA = ", ".join(
@@ -285,13 +289,13 @@ def records_to_batch(buf, base: int, offset, crc_ok, *, store: str, segment: str
         "offset": pa.array(offset),
         "total_size": pa.array(total.astype(np.int32)),
         "magic_code": pa.array(magic.astype(np.int32)),
-        "body_crc": pa.array(_be(u8, at + 8, 4).astype(np.int32)),
-        "queue_id": pa.array(_be(u8, at + 12, 4).astype(np.int32)),
-        "flag": pa.array(_be(u8, at + 16, 4).astype(np.int32)),
-        "queue_offset": pa.array(_be(u8, at + 20, 8).astype(np.int64)),
+        "body_crc": pa.array(_be(u8, at + _AT["body_crc"], 4).astype(np.int32)),
+        "queue_id": pa.array(_be(u8, at + _AT["queue_id"], 4).astype(np.int32)),
+        "flag": pa.array(_be(u8, at + _AT["flag"], 4).astype(np.int32)),
+        "queue_offset": pa.array(_be(u8, at + _AT["queue_offset"], 8).astype(np.int64)),
         "physical_offset": pa.array(_be(u8, at + PHYSICAL_OFFSET_POSITION, 8).astype(np.int64)),
         "sys_flag": pa.array(sys_flag.astype(np.int32)),
-        "born_timestamp": pa.array(_be(u8, at + 40, 8).astype(np.int64)),
+        "born_timestamp": pa.array(_be(u8, at + _AT["born_timestamp"], 8).astype(np.int64)),
         "born_host": _host_column(pa, u8, born_at, born_v6, _be(u8, born_at + born_ip, 4)),
         "store_timestamp": pa.array(_be(u8, store_ts_at, 8).astype(np.int64)),
         "store_host": _host_column(pa, u8, store_at, store_v6, _be(u8, store_at + store_ip, 4)),

@@ -30,6 +30,7 @@ from ..errors import StoreError
 from ..index import IndexFile, index_file_size
 from ..layout import INDEX_ENTRY, INDEX_HEADER
 from ..store_dir import index_dimensions, list_store_files, resolve_store_root
+from ..store_paths import index_dir
 from ._columns import arrow_schema, layout_columns
 from ._options import source_paths
 
@@ -59,7 +60,7 @@ def _partitions(paths: list[str], dims: tuple[int, int] | None) -> list[IndexPar
             continue  # no index files: no rows
         slots, num = found
         expected = index_file_size(slots, num)
-        for f in list_store_files(os.path.join(root, "index"), "index").check().files:
+        for f in list_store_files(index_dir(root), "index").check().files:
             if f.size != expected:
                 raise StoreError(f"{f.path} is {f.size} bytes; with {slots} slots and {num} entries "
                                  f"an index file is {expected} bytes (options hashSlotNum / indexNum)")

@@ -58,6 +58,7 @@ from ..layout import BLANK_MAGIC_CODE, BLANK_RECORD
 from ..properties import KEY_SEPARATOR
 from ..scan import find_commitlog_dir, list_segments
 from ..store_dir import infer_config, resolve_store_root
+from ..store_paths import CONSUME_QUEUE_DIR, INDEX_DIR, consume_queue_root, index_dir as index_dir_of
 from ..sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
 from ._columns import arrow_schema
 
@@ -287,7 +288,7 @@ def _rebuild_index(spark, dispatch, summaries, out_dir: str, slots: int, num: in
         raise StoreError(f"max_index_num {num}: an index file must hold at least one entry (entry 0 is unused)")
     if not summaries:
         return 0, []
-    index_dir = os.path.join(out_dir, "index")
+    index_dir = index_dir_of(out_dir)
     os.makedirs(index_dir, exist_ok=True)
     total = sum(s.keys for s in summaries.values())
     files = -(-total // per_file)
@@ -325,7 +326,7 @@ def _check_out_dir(root: str, out_dir: str) -> str:
     if out == real_root or out.startswith(real_root + os.sep):
         raise StoreError(f"rebuild: out_dir {out_dir} is inside the store {root}; a rebuild never writes into "
                          "the store it reads")
-    for sub in ("consumequeue", "index"):
+    for sub in (CONSUME_QUEUE_DIR, INDEX_DIR):
         d = os.path.join(out, sub)
         if os.path.isdir(d) and os.listdir(d):
             raise StoreError(f"rebuild: {d} already holds files; give an out_dir without {sub}/ files")
@@ -367,6 +368,6 @@ def rebuild(spark, store, out_dir, *, config: StoreConfig | None = None, split_s
                 spark, dispatch, summaries, out, config.max_hash_slot_num, config.max_index_num, tz)
     finally:
         dispatch.unpersist()
-    result.consume_queue_files = _files_under(os.path.join(out, "consumequeue"))
+    result.consume_queue_files = _files_under(consume_queue_root(out))
     return result
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import anywidget
 import traitlets as t
 
+from rmqstore.store_paths import offset_to_file_name
 from rmqstore.trace import DEMO_CONFIG, MODES, SEND_STAGES, PutPathTrace, demo_messages, record_put_path, record_send
 
 from ._assets import css, esm
@@ -183,7 +184,7 @@ def _describe_stage(e: dict) -> str:
         return "the message passes the store's checks: topic, queue id, properties at most 32,767 characters"
 
     def name(pos):
-        return f"{pos['file']:020d}" if pos else "?"
+        return offset_to_file_name(pos['file']) if pos else "?"
 
     if s == "encode":
         if g("status") not in (None, "OK"):
@@ -335,7 +336,7 @@ def build_steps(events) -> tuple[list[dict], list[dict]]:
         step["fields"] = _jsonable({k: v for k, v in e.items()
                                     if k not in ("seq", "t_ns", "thread", "stage", "records", "data")})
         steps.append(step)
-    file_rows = [{"from": i64(f), "name": f"{f:020d}", "size": table[f]["size"],
+    file_rows = [{"from": i64(f), "name": offset_to_file_name(f), "size": table[f]["size"],
                   "write_buffer": bool(table[f]["write_buffer"])} for f in files]
     return file_rows, steps
 

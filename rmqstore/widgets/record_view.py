@@ -18,6 +18,9 @@ from __future__ import annotations
 import anywidget
 import traitlets as t
 
+from rmqstore.reading import NoRecordAt, held_record_bytes
+from rmqstore.store_paths import offset_to_file_name
+
 from ._assets import css, esm
 from ._common import FIELD_TABLE, record_details
 
@@ -31,21 +34,17 @@ def store_record_details(store, physical_offset: int) -> dict:
     own bytes) and only up to its read position.  Raises ``ValueError`` when no file holds
     a readable byte at that offset.
     """
-    queue = store.commit_log.mapped_file_queue
-    mf = queue.find_mapped_file_by_offset(physical_offset)
-    if mf is None:
-        raise ValueError(f"no commitlog file holds offset {physical_offset:,}")
-    pos = physical_offset - mf.file_from_offset
-    readable = mf.read_position
-    if pos >= readable:
-        raise ValueError(f"offset {physical_offset:,} is past the readable end of {mf.file_from_offset:020d} "
-                         f"({readable:,} bytes readable)")
-    if not mf.hold():
-        raise ValueError(f"{mf.file_from_offset:020d} is being closed")
     try:
-        return record_details(mf.mapped, pos, physical_offset, limit=readable)
-    finally:
-        mf.release()
+        with held_record_bytes(store, physical_offset) as (buf, pos, readable):
+            return record_details(buf, pos, physical_offset, limit=readable)
+    except NoRecordAt as exc:
+        if exc.file_from_offset is None:
+            raise ValueError(f"no commitlog file holds offset {physical_offset:,}") from None
+        name = offset_to_file_name(exc.file_from_offset)
+        if exc.why == "past_end":
+            raise ValueError(f"offset {physical_offset:,} is past the readable end of {name} "
+                             f"({exc.readable:,} bytes readable)") from None
+        raise ValueError(f"{name} is being closed") from None
 
 
 class FieldBytesView(anywidget.AnyWidget):

@@ -42,6 +42,8 @@ import anywidget
 import traitlets as t
 
 from ._assets import css, esm
+from rmqstore.store_paths import offset_to_file_name
+
 from ._common import i64
 from ._live import LiveView
 
@@ -202,7 +204,7 @@ def unpack_state(files: bytes, positions: bytes) -> list[dict]:
     out = []
     for i in range(n):
         wrote, committed, flushed, size, blank, group, flags = vals[i * 7:i * 7 + 7]
-        out.append({"file": f"{offs[i]:020d}", "fileFromOffset": offs[i], "wrotePosition": wrote,
+        out.append({"file": offset_to_file_name(offs[i]), "fileFromOffset": offs[i], "wrotePosition": wrote,
                     "committedPosition": committed, "flushedPosition": flushed, "size": size,
                     "blankAt": blank, "group": group, "hasWriteBuffer": bool(flags & FLAG_WRITE_BUFFER),
                     "isFull": bool(flags & FLAG_FULL)})

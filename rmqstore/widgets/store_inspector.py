@@ -37,6 +37,7 @@ from rmqstore.errors import CorruptRecordError, LayoutError
 from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
 from rmqstore.properties import KEYS, TAGS, UNIQ_KEY, string_to_properties
 from rmqstore.reading import check_open
+from rmqstore.store_paths import offset_to_file_name
 from rmqstore.record import MessageRecord, create_message_id, decode_message_id
 from rmqstore import record as _record
 
@@ -126,7 +127,7 @@ class LogBrowser:
 
     def summary(self, offset: int, rec) -> dict:
         """One row of the record table."""
-        name = f"{offset - offset % self.size:020d}"
+        name = offset_to_file_name(offset - offset % self.size)
         if not isinstance(rec, MessageRecord):
             return {"offset": i64(offset), "size": rec.total_size, "kind": "blank", "file": name,
                     "topic": "", "queue_id": -1, "queue_offset": "", "store_time": "", "store_timestamp": "",
@@ -159,7 +160,7 @@ class LogBrowser:
                 mf, rec = self._decode_at(offset)
             except CorruptRecordError as exc:
                 rows.append({"offset": i64(offset), "size": 0, "kind": "corrupt", "note": str(exc),
-                             "file": f"{offset - offset % self.size:020d}"})
+                             "file": offset_to_file_name(offset - offset % self.size)})
                 offset = None
                 break
             if rec is None:

@@ -1,0 +1,254 @@
+"""What every ``rmqstore`` command shares: its streams, its errors and its human output.
+
+A command is an ``add_arguments(parser)`` and a ``run(args, io) -> exit code``
+(:class:`Command`).  It writes through :class:`Streams` (injectable, so tests hand in
+``StringIO``), fails with :class:`CliError` (one line, exit 2) or any
+:class:`~rmqstore.errors.RmqStoreError`, and shows results with :class:`Out`: rich tables
+when stdout is a terminal, plain aligned text otherwise (which is what tests and pipes
+see).  :func:`run_command_line` is the one place that turns a parsed command line into an
+exit code, for ``rmqstore`` (:mod:`rmqstore.cli`) and for ``rmqstore/spark/cli.py`` run
+under spark-submit alike -- so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Callable
+
+from ..errors import RmqStoreError
+from ..progress import ProgressBar, isatty
+from ..store_paths import commitlog_dir
+
+__all__ = ["PROG", "EXIT_OK", "EXIT_INCOMPLETE", "EXIT_ERROR", "CliError", "Streams", "Command", "progress_bar",
+           "Out", "json_out", "num", "show_time", "elide", "open_read_only", "positive_int", "streams",
+           "run_command_line", "silence_stdout"]
+
+PROG = "rmqstore"
+EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+@dataclass
+class Streams:
+    """The streams a command uses (injectable for tests). ``stdin`` may be binary or text."""
+
+    stdin: object
+    stdout: object
+    stderr: object
+
+    @property
+    def stderr_is_tty(self) -> bool:
+        return isatty(self.stderr)
+
+    @property
+    def stdout_is_tty(self) -> bool:
+        return isatty(self.stdout)
+
+
+@dataclass(frozen=True)
+class Command:
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace, Streams], int]
+
+
+def progress_bar(io: Streams, description: str, total: int | None = None, unit: str = "bytes") -> ProgressBar:
+    """A transient bar on stderr when it is a terminal; otherwise nothing."""
+    return ProgressBar(io.stderr, description, total, unit, enabled=io.stderr_is_tty)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value <= 8:
+        raise argparse.ArgumentTypeError(f"a segment must be larger than 8 bytes, got {value}")
+    return value
+
+
+# -- human output: rich on a terminal, aligned plain text otherwise ----------------------------------
+
+class Out:
+    """Key/value blocks and tables: rich when stdout is a terminal, plain aligned text when not."""
+
+    def __init__(self, io: Streams):
+        self.io = io
+        self.console = None
+        if io.stdout_is_tty:
+            try:
+                from rich.console import Console
+            except ImportError:  # pragma: no cover - rich is a dependency
+                pass
+            else:
+                self.console = Console(file=io.stdout, highlight=False, soft_wrap=False)
+        self._first = True
+
+    def _gap(self) -> None:
+        if not self._first:
+            self.io.stdout.write("\n") if self.console is None else self.console.print()
+        self._first = False
+
+    def kv(self, rows, title: str | None = None) -> None:
+        """Label/value lines; a value may span several lines."""
+        rows = [(str(k), "" if v is None else str(v)) for k, v in rows]
+        self._gap()
+        if self.console is not None:
+            from rich.table import Table
+            from rich.text import Text
+
+            t = Table.grid(padding=(0, 2))
+            t.add_column(style="bold", no_wrap=True)
+            t.add_column()
+            if title:
+                self.console.print(Text(title, style="bold underline"))
+            for k, v in rows:
+                t.add_row(Text(k), Text(v))
+            self.console.print(t)
+            return
+        out = self.io.stdout
+        if title:
+            out.write(title + "\n")
+        width = max((len(k) for k, _ in rows), default=0)
+        for k, v in rows:
+            lines = v.split("\n") or [""]
+            out.write(f"{k.ljust(width)}  {lines[0]}".rstrip() + "\n")
+            for more in lines[1:]:
+                out.write(f"{'':{width}}  {more}".rstrip() + "\n")
+
+    def table(self, headers, rows, title: str | None = None, right=(), wrap=()) -> None:
+        """A table; columns whose index is in ``right`` are right-aligned (numbers); on a terminal
+        only the columns in ``wrap`` fold long text, the others keep each value on one line."""
+        rows = [["" if c is None else str(c) for c in r] for r in rows]
+        self._gap()
+        if self.console is not None:
+            from rich.table import Table
+            from rich.text import Text
+
+            t = Table(title=title, title_justify="left", title_style="bold underline", header_style="bold")
+            for i, h in enumerate(headers):
+                widest = max([len(h)] + [len(r[i]) for r in rows])
+                t.add_column(h, justify="right" if i in right else "left", no_wrap=i not in wrap,
+                             overflow="fold" if i in wrap else "ellipsis", ratio=1 if i in wrap else None,
+                             min_width=None if i in wrap else min(widest, 40))
+            for r in rows:
+                t.add_row(*[Text(c) for c in r])
+            self.console.print(t)
+            return
+        out = self.io.stdout
+        if title:
+            out.write(title + "\n")
+        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+
+        def fmt(cells):
+            parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)]
+            return "  ".join(parts).rstrip() + "\n"
+
+        out.write(fmt(headers))
+        for r in rows:
+            out.write(fmt(r))
+
+    def line(self, text: str, style: str | None = None) -> None:
+        if self.console is not None:
+            from rich.text import Text
+
+            self.console.print(Text(text, style=style or ""))
+        else:
+            self.io.stdout.write(text + "\n")
+
+
+def json_out(io: Streams, obj, indent: int | None = 2) -> None:
+    io.stdout.write(json.dumps(obj, indent=indent, ensure_ascii=True) + "\n")
+    io.stdout.flush()
+
+
+def num(n) -> str:
+    return f"{n:,}" if isinstance(n, int) else ("-" if n is None else str(n))
+
+
+def show_time(iso: str | None, millis: int) -> str:
+    """A record's time as ISO text; 0 is a time never set (a producer that sent none), not 1970."""
+    if not millis:
+        return "not set (0)"
+    return iso or str(millis)
+
+
+def elide(text: str, width: int = 48) -> str:
+    """A long name shortened in the middle for a table (JSON output keeps it whole)."""
+    if len(text) <= width:
+        return text
+    keep = width - 1
+    return f"{text[:keep - keep // 3]}\u2026{text[-(keep // 3):]}"
+
+
+def open_read_only(path: str):
+    """open_store(read_only=True) with the CLI's error wording."""
+    from ..store import open_store
+    from ..store_dir import resolve_store_root
+
+    try:
+        root = resolve_store_root(path)
+    except RmqStoreError as exc:
+        raise CliError(str(exc)) from None
+    if not os.path.isdir(commitlog_dir(root)):
+        raise CliError(f"{root}: not a store (no commitlog/ directory)")
+    try:
+        return open_store(root, read_only=True)
+    except RmqStoreError as exc:
+        raise CliError(f"cannot open {root} read-only: {exc} (rmqstore verify {path} examines a damaged store)") \
+            from None
+
+
+# -- running ------------------------------------------------------------------------------------
+
+def streams(stdin=None, stdout=None, stderr=None) -> Streams:
+    """The process's streams (stdin binary when it can be), or the ones given."""
+    return Streams(stdin if stdin is not None else getattr(sys.stdin, "buffer", sys.stdin),
+                   stdout if stdout is not None else sys.stdout,
+                   stderr if stderr is not None else sys.stderr)
+
+
+def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
+    """Parse ``argv`` with ``parser`` and run the command it picks (``args._run(args, io)``): every
+    error becomes one line on stderr and an exit code (see :mod:`rmqstore.cli`)."""
+    try:
+        args, extra = parser.parse_known_args(argv)
+        if extra:  # the command's own usage names the mistake, not the top-level one
+            getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    except SystemExit as exc:  # argparse already printed usage and the error
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    try:
+        return args._run(args, io)
+    except CliError as exc:
+        io.stderr.write(f"{PROG}: error: {exc}\n")
+    except (RmqStoreError, OSError) as exc:
+        if isinstance(exc, BrokenPipeError):  # e.g. `rmqstore dump ... | head`
+            silence_stdout()
+            return EXIT_OK
+        text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.filename else str(exc)
+        io.stderr.write(f"{PROG}: error: {text}\n")
+    except KeyboardInterrupt:
+        io.stderr.write(f"{PROG}: interrupted\n")
+        return 130
+    except Exception as exc:  # a bug: still one line, the traceback on request
+        if os.environ.get("RMQSTORE_DEBUG"):
+            traceback.print_exc(file=io.stderr)
+        io.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc} (set RMQSTORE_DEBUG=1 for a "
+                        f"traceback)\n")
+    return EXIT_ERROR
+
+
+def silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):
+        pass
