@@ -22,9 +22,9 @@ The reference they agree with is :func:`read_segment` -- a sequential read from 
 resynchronises at the next record start by the same rule (a scan that stopped at the
 first damage could not be split: a task after the damage cannot know the damage exists).
 Whether bytes are a record or an end is :func:`rmqstore.walk.step`'s call (strict: a bad
-body CRC or a PHYSICALOFFSET naming another place is damage); a blank record that fills
-the segment ends it, and so do eight zero bytes and the end of the bytes.  A blank that
-declares a size the segment does not have is damage to a byte-range reader.
+body CRC or a PHYSICALOFFSET naming another place is damage); a blank record ends the
+segment (by its magic, as recovery and dispatch see it), and so do eight zero bytes and the
+end of the bytes.
 """
 
 from __future__ import annotations
@@ -86,14 +86,6 @@ def find_record_start(buf, base: int, pos: int, limit: int | None = None) -> int
     return best
 
 
-def _ends_segment(w) -> End | None:
-    """How walk ``w`` ended the segment for a byte-range reader, or None (damage): a blank counts
-    only when it fills the segment."""
-    if w.kind is End.BLANK:
-        return End.BLANK if w.last.blank_fills else None
-    return w.kind if w.kind in (End.UNWRITTEN, End.OUT_OF_BYTES) else None
-
-
 def read_range(buf, base: int, start: int, end: int) -> RangeRead:
     """Records of segment ``buf`` (first byte at physical ``base``) that start in ``[start, end)``.
 
@@ -113,12 +105,8 @@ def read_range(buf, base: int, start: int, end: int) -> RangeRead:
         w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True, stop_at=end, strict=True)
         out.records.extend(w.spans)
         q = w.end - base
-        if w.kind is None:
-            out.end = w.end
-            return out
-        kind = _ends_segment(w)
-        if kind is not None:
-            out.end, out.kind = w.end, kind
+        if w.kind is not End.CORRUPT:  # stop_at (None), or the segment ends here
+            out.end, out.kind = w.end, w.kind
             return out
         nxt = find_record_start(buf, base, q + 1)
         out.damaged.append((w.end, base + nxt if nxt is not None else base + len(buf)))

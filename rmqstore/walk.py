@@ -42,8 +42,9 @@ bad CRC (non-empty bodies, as RocketMQ) or a wrong PHYSICALOFFSET end the walk a
 ``CORRUPT`` -- recovery and the byte-range reader are strict, the scans are not.  And
 policy on top of an end: recovery goes on into the next segment only after a ``BLANK``
 (RocketMQ's loop), a reader of files also after a segment that is exactly full; the
-byte-range reader trusts a blank only when it fills its segment.  What an end *is* is
-decided here and nowhere else.
+byte-range reader resynchronises after ``CORRUPT`` to report the damaged region; the Spark
+rebuild accepts only a blank that fills its segment.  What an end *is* is decided here
+and nowhere else.
 
 :func:`walk_segment` is the loop every caller uses: from a record boundary to the first
 end (or to ``stop_at``), handing each record to ``on_record``.
