@@ -156,7 +156,10 @@ def step(buf, pos: int, base: int = 0, limit: int | None = None, *, crc: bool = 
         left = max(lim - pos, 0)
         return Step(End.OUT_OF_BYTES, reason="the segment is full" if left == 0 else
                     f"{left} byte(s) left, fewer than a record header")
-    total, magic = _TWO.unpack_from(buf, pos)
+    if pos + _HEAD.size <= lim:
+        total, magic, stored_crc, qid, _flag, qoff, phys, sys_flag = _HEAD.unpack_from(buf, pos)
+    else:
+        total, magic = _TWO.unpack_from(buf, pos)
     if magic == BLANK_MAGIC_CODE:
         return Step(End.BLANK, total, "END_OF_FILE blank record", magic, blank_fills=pos + total == size)
     if magic != MESSAGE_MAGIC_CODE and magic != MESSAGE_MAGIC_CODE_V2:
@@ -170,7 +173,6 @@ def step(buf, pos: int, base: int = 0, limit: int | None = None, *, crc: bool = 
         if rec_end <= size:
             return Step(End.OUT_OF_BYTES, reason=f"record of {total} bytes runs past the readable end")
         return _corrupt(f"record declares {total} bytes, {lim - pos} remain")
-    _t, _m, stored_crc, qid, _flag, qoff, phys, sys_flag = _HEAD.unpack_from(buf, pos)
     v2 = magic == MESSAGE_MAGIC_CODE_V2
     tl_size = 2 if v2 else 1
     body_at = pos + _BODY_AT[bool(sys_flag & BORNHOST_V6_FLAG), bool(sys_flag & STOREHOSTADDRESS_V6_FLAG)]
