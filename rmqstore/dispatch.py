@@ -13,10 +13,12 @@ Rules (RocketMQ's ``checkMessageAndReturnSize`` and the two dispatchers):
   delivery time instead: store timestamp + the delay of the DELAY level;
 * prepared and rolled-back transaction records get no consume-queue unit; rolled-back
   ones get no index entries either;
-* a blank record sends the reader to the next file.
+* a blank record sends the reader to the next file, and so does a file read to its last
+  byte; running out of readable bytes waits for more (on a slave a record can arrive in
+  halves); any other end (:func:`rmqstore.walk.step`, lenient) stops the reader there.
 
-:func:`dispatch_request` is pure (record in, request out); the service is the thin
-threaded layer around it.
+:func:`dispatch_request` is pure (record in, request out), and so is the walk of one file
+(:func:`reput_segment`); the service is the thin threaded layer around them.
 
 A record the dispatchers cannot take (a consume-queue or index file the disk has no room
 for) stops the service *at that record*: the store becomes not writeable (RocketMQ's
@@ -31,14 +33,14 @@ import logging
 import threading
 import time
 
-from .errors import CorruptRecordError, StoreError
-from .layout import BLANK_MAGIC_CODE
+from .errors import StoreError
 from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, parse_properties
 from .record import decode_record
 from .sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from .walk import End, SegmentEnd, walk_segment
 
 __all__ = ["DispatchRequest", "dispatch_request", "ReputMessageService", "tags_code_of",
-           "SCHEDULE_TOPIC"]
+           "SCHEDULE_TOPIC", "reput_segment"]
 
 log = logging.getLogger(__name__)
 
@@ -95,17 +97,28 @@ def builds_consume_queue(req: DispatchRequest) -> bool:
     return req.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 
 
-def _arriving(buf, pos: int, end: int, file_size: int) -> bool:
-    """A record whose first part is readable and whose rest is still to come.
+def reput_segment(buf, base: int, start: int, readable: int, dispatch,
+                  delay_levels: dict[int, int]) -> tuple[SegmentEnd, int, Exception | None]:
+    """Dispatch the records of one file (first byte at ``base``) from ``start`` up to ``readable``.
 
-    On a slave, replication appends bytes, not records, so a record can be cut at the
-    readable end; it is dispatched when its second half arrives (RocketMQ's reput waits
-    the same way on a slave).
+    Returns where and why the walk stopped, how many records were dispatched, and the
+    error of the record the dispatchers could not take (the walk stops *at* it) or None.
     """
-    if end - pos < 4:
-        return True
-    size = int.from_bytes(buf[pos:pos + 4], "big", signed=True)
-    return pos + size > end and 0 < size and pos + size <= file_size
+    failure: list = []
+
+    def on_record(pos, _s):
+        try:
+            dispatch(dispatch_request(decode_record(buf, pos), delay_levels))
+        except (StoreError, OSError) as exc:
+            failure.append((pos, exc))
+            return False
+        return None
+
+    end = walk_segment(buf, base, start=start, limit=readable, on_record=on_record)
+    if failure:
+        pos, exc = failure[0]
+        return SegmentEnd(pos, None, str(exc), end.records - 1), end.records - 1, exc
+    return end, end.records, None
 
 
 class ReputMessageService:
@@ -182,29 +195,18 @@ class ReputMessageService:
             mf = queue.find_mapped_file_by_offset(self.reput_from_offset)
             if mf is None:
                 break
-            pos = self.reput_from_offset - mf.file_from_offset
-            end = mf.read_position
-            buf = mf.mapped
-            while pos < end:
-                try:
-                    rec = decode_record(buf, pos, limit=end)
-                except CorruptRecordError:
-                    if not _arriving(buf, pos, end, mf.file_size):
-                        log.error("[BUG] dispatch stopped at an undecodable record at %d", mf.file_from_offset + pos)
-                    self.reput_from_offset = mf.file_from_offset + pos
-                    return count
-                if rec.magic_code == BLANK_MAGIC_CODE:
-                    pos = mf.file_size
-                    break
-                try:
-                    store.do_dispatch(dispatch_request(rec, delay_levels))
-                except (StoreError, OSError) as exc:
-                    self.reput_from_offset = mf.file_from_offset + pos
-                    self._stop_at(exc)
-                    return count
-                count += 1
-                pos += rec.total_size
-            self.reput_from_offset = mf.file_from_offset + pos
-            if pos < mf.file_size:
-                break
+            base = mf.file_from_offset
+            end, done, failure = reput_segment(mf.mapped, base, self.reput_from_offset - base, mf.read_position,
+                                               store.do_dispatch, delay_levels)
+            count += done
+            self.reput_from_offset = base + end.pos
+            if failure is not None:
+                self._stop_at(failure)
+                return count
+            if end.kind is End.BLANK or end.pos == mf.file_size:
+                self.reput_from_offset = base + mf.file_size  # on into the next file
+                continue
+            if end.kind is not End.OUT_OF_BYTES:  # waiting for more bytes is normal; this is not
+                log.error("[BUG] dispatch stopped at an undecodable record at %d: %s", base + end.pos, end.reason)
+            break
         return count

@@ -9,8 +9,9 @@ returns a JSON-ready ``dict``:
   a read-only open computes them from the data, as RocketMQ's recovery does), how many
   records it holds, their store-time range, and how it ends: an END_OF_FILE blank (where,
   how long, and how many non-zero bytes its tail holds -- RocketMQ's transient store pool
-  leaves stale bytes there), unwritten space, or bytes that do not decode.  Only record
-  headers are read (size, magic, sysFlag, store time): cheap even for 1 GiB files;
+  leaves stale bytes there), unwritten space, or bytes that do not decode -- as
+  :func:`rmqstore.walk.step` decides it.  Bodies are neither copied nor CRC-checked:
+  cheap even for 1 GiB files;
   ``rmqstore verify`` is the full check.
 * ``topics`` -- every consume queue with its min/max queue offsets and the end of the last
   message it knows;
@@ -37,19 +38,18 @@ from .checkpoint import read_checkpoint
 from .crc import crc32
 from .dumpfmt import record_to_json
 from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
-from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, store_timestamp_position
+from .layout import store_timestamp_position
 from .properties import string_to_properties
 from .reading import NoRecordAt, decode_record_at, record_keys  # (record_keys re-exported)
 from .record import MessageRecord, decode_message_id
 from .store_dir import count_nonzero, data_extents, list_store_files
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
+from .walk import End, walk_segment
 
 __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
            "message_info", "record_keys"]
 
-_HEAD = struct.Struct(">ii")
-_I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 #: RocketMQ's disk thresholds (MessageStoreConfig / DefaultMessageStore.CleanCommitLogService)
 DISK_MAX_USED_SPACE_RATIO = 0.75  # diskMaxUsedSpaceRatio = 75: files are deleted early above it
@@ -74,7 +74,7 @@ def iso_time(millis) -> str | None:
 # -- segments ----------------------------------------------------------------------------------------
 
 def _probe_segment(path: str, size: int) -> dict:
-    """Walk record headers of one commitlog file: records, time range, how it ends."""
+    """Walk the records of one commitlog file: records, time range, how it ends."""
     out = {"records": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None, "dataEnd": 0,
            "end": None, "blank": None}
     if size == 0:
@@ -92,42 +92,40 @@ def _probe_segment(path: str, size: int) -> dict:
         out["end"] = f"unreadable: {exc}"
         return out
     try:
-        pos = 0
-        while True:
-            if size - pos < 8:
-                out["end"] = "file end without a blank"
-                break
-            total, magic = _HEAD.unpack_from(buf, pos)
-            if total == 0 and magic == 0:
-                out["end"] = "unwritten"
-                nz = count_nonzero(buf, pos, size, data_extents(fd, size))
-                if nz:
-                    out["nonZeroAfterEnd"] = nz
-                break
-            if magic == BLANK_MAGIC_CODE:
-                tail = pos + 8
-                out["blank"] = {"pos": pos, "declaredSize": total, "reachesFileEnd": pos + total == size,
-                                "tailNonZeroBytes": count_nonzero(buf, min(tail, size), size, data_extents(fd, size))}
-                out["end"] = "blank"
-                pos = size
-                break
-            if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or total < 91 or pos + total > size:
-                out["end"] = f"undecodable at position {pos}"
-                break
-            sys_flag = _I32.unpack_from(buf, pos + 36)[0]
-            ts = _I64.unpack_from(buf, pos + store_timestamp_position(sys_flag))[0]
-            if out["firstStoreTimestamp"] is None:
-                out["firstStoreTimestamp"] = ts
-            out["lastStoreTimestamp"] = ts
-            out["records"] += 1
-            pos += total
-            out["dataEnd"] = pos
-        if out["end"] == "blank":
-            out["dataEnd"] = size
+        _probe_records(buf, size, out, data_extents(fd, size))
     finally:
         buf.close()
         os.close(fd)
     return out
+
+
+def _probe_records(buf, size: int, out: dict, extents=None) -> None:
+    """Walk one segment (:func:`rmqstore.walk.walk_segment`, lenient) and describe how it ends
+    (``extents``: the file's data, :func:`rmqstore.store_dir.data_extents`; holes are not read)."""
+    def on_record(pos, s):
+        ts = _I64.unpack_from(buf, pos + store_timestamp_position(s.sys_flag))[0]
+        if out["firstStoreTimestamp"] is None:
+            out["firstStoreTimestamp"] = ts
+        out["lastStoreTimestamp"] = ts
+
+    end = walk_segment(buf, on_record=on_record)
+    pos = end.pos
+    out["records"] = end.records
+    out["dataEnd"] = pos
+    if end.kind is End.UNWRITTEN:
+        out["end"] = "unwritten"
+        nz = count_nonzero(buf, pos, size, extents)
+        if nz:
+            out["nonZeroAfterEnd"] = nz
+    elif end.kind is End.BLANK:
+        out["blank"] = {"pos": pos, "declaredSize": end.last.size, "reachesFileEnd": end.last.blank_fills,
+                        "tailNonZeroBytes": count_nonzero(buf, min(pos + 8, size), size, extents)}
+        out["end"] = "blank"
+        out["dataEnd"] = size
+    elif end.kind is End.OUT_OF_BYTES:
+        out["end"] = "file end without a blank"
+    else:
+        out["end"] = f"undecodable at position {pos}"
 
 
 def _segments(files, mapped_files, progress) -> list[dict]:

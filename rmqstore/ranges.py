@@ -21,7 +21,10 @@ The reference they agree with is :func:`read_segment` -- a sequential read from 
 0 that, when it meets bytes that are not a record, reports the damaged region and
 resynchronises at the next record start by the same rule (a scan that stopped at the
 first damage could not be split: a task after the damage cannot know the damage exists).
-A blank record ends the segment; so do eight zero bytes.
+Whether bytes are a record or an end is :func:`rmqstore.walk.step`'s call (strict: a bad
+body CRC or a PHYSICALOFFSET naming another place is damage); a blank record ends the
+segment (by its magic, as recovery and dispatch see it), and so do eight zero bytes and the
+end of the bytes.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .fastscan import RecordSpan, walk_segment
-from .layout import BLANK_MAGIC_CODE
+from .layout import PHYSICAL_OFFSET_POSITION
+from .walk import End, step
 
 __all__ = ["find_record_start", "read_range", "read_segment", "RangeRead", "split_ranges"]
 
@@ -43,18 +47,25 @@ class RangeRead:
     records: list[RecordSpan] = field(default_factory=list)
     damaged: list[tuple[int, int]] = field(default_factory=list)  # physical [from, to) skipped
     end: int = 0  # physical offset where reading stopped
+    kind: End | None = None  # how the segment ended there (None: the next range's first record)
+
+    @property
+    def first_stop(self) -> tuple[int, End | None]:
+        """Where a sequential walk from the range's start stopped, and why: the first damage or the end."""
+        if self.damaged:
+            return self.damaged[0][0], End.CORRUPT
+        return self.end, self.kind
 
 
 def _is_record_at(buf, base: int, p: int) -> RecordSpan | None:
-    if p < 0 or p + 36 > len(buf) or int.from_bytes(buf[p + 28:p + 36], "big", signed=True) != base + p:
+    at = p + PHYSICAL_OFFSET_POSITION
+    # cheap filter first: the eight bytes that must name this very position
+    if p < 0 or at + 8 > len(buf) or int.from_bytes(buf[at:at + 8], "big", signed=True) != base + p:
         return None
-    total = int.from_bytes(buf[p:p + 4], "big", signed=True)
-    if total < 91 or p + total > len(buf):
+    s = step(buf, p, base, crc=True, strict=True)
+    if s.end is not None:
         return None
-    w = walk_segment(buf, base, start=p, end=p + total, keep_spans=True)  # this one record only
-    if not w.spans or w.spans[0].offset != base + p or w.spans[0].crc_ok is False:
-        return None
-    return w.spans[0]
+    return RecordSpan(base + p, s.size, s.magic, s.queue_id, s.queue_offset, s.physical_offset, s.crc_ok)
 
 
 def find_record_start(buf, base: int, pos: int, limit: int | None = None) -> int | None:
@@ -75,19 +86,6 @@ def find_record_start(buf, base: int, pos: int, limit: int | None = None) -> int
     return best
 
 
-def _segment_end_kind(buf, p: int) -> str | None:
-    """'blank' or 'unwritten' when position ``p`` ends the segment, else None."""
-    if p + 8 > len(buf):
-        return "end"
-    total = int.from_bytes(buf[p:p + 4], "big", signed=True)
-    magic = int.from_bytes(buf[p + 4:p + 8], "big", signed=True)
-    if magic == BLANK_MAGIC_CODE and total == len(buf) - p:
-        return "blank"
-    if total == 0 and magic == 0:
-        return "unwritten"
-    return None
-
-
 def read_range(buf, base: int, start: int, end: int) -> RangeRead:
     """Records of segment ``buf`` (first byte at physical ``base``) that start in ``[start, end)``.
 
@@ -102,27 +100,17 @@ def read_range(buf, base: int, start: int, end: int) -> RangeRead:
     p = start if start == 0 else find_record_start(buf, base, start)
     # a range that starts inside the damaged region before a real start must not claim it
     while p is not None and p < end:
-        w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True, stop_at=end)
-        for span in w.spans:
-            # a bad body CRC or a PHYSICALOFFSET naming another place: damage, not a record --
-            # the rule find_record_start applies, so the sequential read and a split agree
-            if span.crc_ok is False or span.physical_offset_field != span.offset:
-                nxt = find_record_start(buf, base, span.offset - base + 1)
-                out.damaged.append((span.offset, base + nxt if nxt is not None else base + len(buf)))
-                p = nxt
-                break
-            out.records.append(span)
-        else:
-            q = w.end - base
-            if w.stop == "stop_at" or q >= end:
-                out.end = w.end
-                return out
-            if w.stop in ("blank", "unwritten", "end_of_file") and _segment_end_kind(buf, q) is not None:
-                out.end = w.end
-                return out
-            nxt = find_record_start(buf, base, q + 1)
-            out.damaged.append((w.end, base + nxt if nxt is not None else base + len(buf)))
-            p = nxt
+        # strict: a bad body CRC or a PHYSICALOFFSET naming another place is damage, not a
+        # record -- the rule find_record_start applies, so the sequential read and a split agree
+        w = walk_segment(buf, base, start=p, end=len(buf), keep_spans=True, stop_at=end, strict=True)
+        out.records.extend(w.spans)
+        q = w.end - base
+        if w.kind is not End.CORRUPT:  # stop_at (None), or the segment ends here
+            out.end, out.kind = w.end, w.kind
+            return out
+        nxt = find_record_start(buf, base, q + 1)
+        out.damaged.append((w.end, base + nxt if nxt is not None else base + len(buf)))
+        p = nxt
     out.end = base + (p if p is not None else len(buf))
     return out
 
@@ -134,5 +122,5 @@ def read_segment(buf, base: int) -> RangeRead:
 
 def split_ranges(size: int, parts: int) -> list[tuple[int, int]]:
     """``parts`` contiguous byte ranges covering ``[0, size)``."""
-    step = -(-size // parts)
-    return [(s, min(s + step, size)) for s in range(0, size, step)]
+    width = -(-size // parts)
+    return [(s, min(s + width, size)) for s in range(0, size, width)]

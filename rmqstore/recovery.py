@@ -52,10 +52,11 @@ Validating a record
 -------------------
 Walking a file from position 0, a record is *valid* when its magic is the message magic,
 every length inside it is consistent with its declared total size, and -- with
-``check_crc_on_recover`` (the default) -- the CRC of a non-empty body matches.  A blank
-(END_OF_FILE) record sends the walk to the next file and is never part of the
-recovered end itself: if the last file ends in a blank, the end is the blank's position.
-The first invalid record ends the log.
+``check_crc_on_recover`` (the default) -- the CRC of a non-empty body matches: a *strict*
+:func:`rmqstore.walk.step`, the one place that decides it.  A blank (``End.BLANK``)
+sends the walk to the next file and is never part of the recovered end itself: if the
+last file ends in a blank, the end is the blank's position.  Any other end (unwritten,
+out of bytes, corrupt) ends the log.
 
 Normal recovery
 ---------------
@@ -136,17 +137,15 @@ import re
 import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
-from .crc import crc32
 from .consume_queue import consume_queue_dir, consume_queue_ids
 from .dispatch import dispatch_request
-from .errors import CorruptRecordError
-from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION,
-                     store_timestamp_position)
+from .layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION, store_timestamp_position
 from .record import decode_record
 from .store_dir import file_is_all_zero, list_store_files  # (file_is_all_zero re-exported)
 from .store_paths import checkpoint_path, commitlog_dir
+from .walk import End, Step, step, walk_segment
 
-__all__ = ["DIFFERENCES", "CheckpointSnapshot", "RecordCheck", "check_record", "open_checkpoint",
+__all__ = ["DIFFERENCES", "CheckpointSnapshot", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
            "recover_topic_queue_table", "truncate_dirty_logic_files", "destroy_logics",
            "is_mapped_file_matched_recover", "remove_interrupted_allocations", "remove_creation_leftovers",
@@ -253,44 +252,10 @@ def open_checkpoint(store):
 
 
 # -- validating records ------------------------------------------------------------
-class RecordCheck:
-    """What the walk found at a position (RocketMQ's DispatchRequest success/size pair)."""
-
-    __slots__ = ("kind", "size", "record")
-    VALID, END_OF_FILE, INVALID = "valid", "end_of_file", "invalid"
-
-    def __init__(self, kind: str, size: int = 0, record=None):
-        self.kind = kind
-        self.size = size
-        self.record = record
-
-    def __repr__(self) -> str:
-        return f"RecordCheck({self.kind}, size={self.size})"
-
-
-_INVALID = RecordCheck(RecordCheck.INVALID)
-_END_OF_FILE = RecordCheck(RecordCheck.END_OF_FILE)
-
-
-def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: int | None = None) -> RecordCheck:
-    """``checkMessageAndReturnSize`` for recovery: valid (with the record), end of file, or invalid."""
-    end = len(buf) if limit is None else limit
-    if pos + 8 > end:
-        return _INVALID
-    magic = _I32.unpack_from(buf, pos + 4)[0]
-    if magic == BLANK_MAGIC_CODE:
-        return _END_OF_FILE
-    if magic not in _MAGICS:
-        return _INVALID
-    try:
-        rec = decode_record(buf, pos, limit=end)
-    except CorruptRecordError:
-        return _INVALID
-    if check_crc and rec.body and crc32(rec.body) != rec.body_crc:
-        return _INVALID
-    if rec.physical_offset != file_from_offset + pos:
-        return _INVALID
-    return RecordCheck(RecordCheck.VALID, rec.total_size, rec)
+def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: int | None = None) -> Step:
+    """``checkMessageAndReturnSize`` for recovery: the strict :func:`rmqstore.walk.step` (a record,
+    ``End.BLANK`` -- on to the next file -- or another end, which ends the log)."""
+    return step(buf, pos, file_from_offset, limit, crc=check_crc, strict=True)
 
 
 def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
@@ -302,25 +267,22 @@ def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
     files = store.commit_log.mapped_file_queue.mapped_files
     check_crc = store.config.check_crc_on_recover
     delay_levels = store.commit_log._delay_levels
-    mf = files[index]
-    pos = 0
-    while until is None or mf.file_from_offset + pos < until:
-        found = check_record(mf.mapped, pos, mf.file_from_offset, check_crc, mf.file_size)
-        if found.kind is RecordCheck.VALID:
-            if dispatch is not None:
-                dispatch(dispatch_request(found.record, delay_levels))
-            pos += found.size
-        elif found.kind is RecordCheck.END_OF_FILE:
-            if index + 1 >= len(files):
-                log.info("recover physics file over, last mapped file %s", mf.file_name)
-                break  # the blank itself is not part of the end
-            index += 1
-            mf = files[index]
-            pos = 0
-        else:
-            log.info("recover physics file end, %s pos=%d", mf.file_name, pos)
-            break
-    return mf.file_from_offset + pos
+    while True:
+        mf = files[index]
+        on_record = None
+        if dispatch is not None:
+            def on_record(pos, _s, buf=mf.mapped):
+                dispatch(dispatch_request(decode_record(buf, pos), delay_levels))
+        end = walk_segment(mf.mapped, mf.file_from_offset, limit=mf.file_size, crc=check_crc, strict=True,
+                           stop_at=None if until is None else until - mf.file_from_offset, on_record=on_record)
+        if end.kind is not End.BLANK:
+            if end.kind is not None:
+                log.info("recover physics file end, %s pos=%d (%s)", mf.file_name, end.pos, end.reason)
+            return mf.file_from_offset + end.pos
+        if index + 1 >= len(files):
+            log.info("recover physics file over, last mapped file %s", mf.file_name)
+            return mf.file_from_offset + end.pos  # the blank itself is not part of the end
+        index += 1
 
 
 # -- the commitlog ---------------------------------------------------------------------

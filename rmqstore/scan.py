@@ -10,10 +10,13 @@ Rules, as RocketMQ's own walk (``CommitLog#checkMessageAndReturnSize``) sees a l
 * segments are the files named by exactly 20 ASCII digits
   (:func:`rmqstore.store_dir.list_store_files`), in offset order; each must start where the
   previous one ended; other files are strays (:attr:`CommitLogScan.strays`) and not read;
-* inside a segment, records follow each other from position 0; a blank (END_OF_FILE)
-  record ends the segment and the walk goes on in the next one;
+* inside a segment, records follow each other from position 0; what is a record and what
+  ends the segment is :func:`rmqstore.walk.step`'s call (lenient: no CRC, no offset check);
+* a blank (END_OF_FILE) record ends the segment, and so does a segment filled exactly to
+  its last byte: the walk goes on in the next one;
 * 8 zero bytes -- space never written -- end the log;
-* a record that does not decode (bad magic, impossible length, truncated) ends the log.
+* a record that does not decode (bad magic, impossible length, truncated), or fewer than 8
+  bytes after the last record, ends the log.
 
 Body CRCs are *not* checked here (a bad CRC does not end the walk); callers compare
 ``crc32(body)`` with ``body_crc`` themselves -- :mod:`rmqstore.dumpfmt` reports it.
@@ -28,14 +31,15 @@ import os
 from dataclasses import dataclass
 from typing import Callable, Iterator
 
-from .errors import CorruptRecordError, StoreError
+from .errors import StoreError
+from .layout import BLANK_MAGIC_CODE
 from .record import BlankRecord, decode_record
 from .store_dir import list_store_files
 from .store_paths import commitlog_dir
+from .walk import End, LogEnd, step
 
 __all__ = ["Segment", "ScanStop", "CommitLogScan", "find_commitlog_dir", "list_segments", "scan_commitlog"]
 
-_ZERO8 = bytes(8)
 _PROGRESS_STEP = 1 << 20  # report progress at most once per MiB (and at every segment end)
 
 
@@ -56,15 +60,18 @@ class Segment:
 class ScanStop:
     """Where and why a walk ended.
 
-    ``kind`` is one of ``unwritten`` (8 zero bytes: the normal end of a log),
-    ``end_of_files`` (the last segment ended in a blank or is full), ``no_files``,
-    ``corrupt`` (a record that does not decode), ``gap`` (the next segment does not start
-    where the previous one ended) or ``unreadable`` (a segment cannot be mapped).
+    ``kind`` is how a segment's bytes ended the log -- an :class:`~rmqstore.walk.End`:
+    ``unwritten`` (8 zero bytes: the normal end of a log), ``corrupt`` (a record that does
+    not decode), ``out_of_bytes`` (a few bytes after the last record, too few for a header)
+    -- or, where no segment's bytes decided it, a :class:`~rmqstore.walk.LogEnd`:
+    ``end_of_files`` (the last segment ended in a blank or is full), ``no_files``, ``gap``
+    (the next segment does not start where the previous one ended) or ``unreadable`` (a
+    segment cannot be mapped).
     ``offset`` is the physical offset where the walk stopped; ``segments_not_read`` counts
     the segment files after that point.
     """
 
-    kind: str
+    kind: End | LogEnd
     offset: int
     reason: str
     segments_not_read: int = 0
@@ -72,7 +79,7 @@ class ScanStop:
     @property
     def clean(self) -> bool:
         """True when the log simply ended (no corruption, no gap)."""
-        return self.kind in ("unwritten", "end_of_files", "no_files")
+        return self.kind in (End.UNWRITTEN, LogEnd.END_OF_FILES, LogEnd.NO_FILES)
 
     def __str__(self) -> str:
         extra = f"; {self.segments_not_read} later segment file(s) not read" if self.segments_not_read else ""
@@ -126,14 +133,14 @@ class CommitLogScan:
     def __iter__(self) -> Iterator[tuple[int, object]]:
         segments = self.segments
         if not segments:
-            self.stop = ScanStop("no_files", 0, "the commitlog has no segment files")
+            self.stop = ScanStop(LogEnd.NO_FILES, 0, "the commitlog has no segment files")
             return
         done = 0
         expected = segments[0].offset
         for i, seg in enumerate(segments):
             later = len(segments) - i - 1
             if seg.offset != expected:
-                self.stop = ScanStop("gap", expected, f"segment {seg.name} does not start where the previous "
+                self.stop = ScanStop(LogEnd.GAP, expected, f"segment {seg.name} does not start where the previous "
                                      f"one ended ({expected})", later + 1)
                 return
             end = yield from self._walk_segment(seg, done, later)
@@ -144,7 +151,7 @@ class CommitLogScan:
             done += seg.size
             expected = seg.offset + seg.size
             self._report(done)
-        self.stop = ScanStop("end_of_files", expected, "the last segment file ends")
+        self.stop = ScanStop(LogEnd.END_OF_FILES, expected, "the last segment file ends")
 
     def _report(self, done: int) -> None:
         if self.progress is not None:
@@ -153,46 +160,50 @@ class CommitLogScan:
     def _walk_segment(self, seg: Segment, done: int, later: int):
         """Yield the records of one segment; return a ScanStop if the log ends in it."""
         if seg.size == 0:
-            return ScanStop("unreadable", seg.offset, f"segment {seg.name} is empty (0 bytes)", later)
+            return ScanStop(LogEnd.UNREADABLE, seg.offset, f"segment {seg.name} is empty (0 bytes)", later)
         try:
             fd = os.open(seg.path, os.O_RDONLY)
         except OSError as exc:
-            return ScanStop("unreadable", seg.offset, f"cannot open segment {seg.name}: {exc.strerror}", later)
+            return ScanStop(LogEnd.UNREADABLE, seg.offset, f"cannot open segment {seg.name}: {exc.strerror}", later)
         try:
             try:
                 buf = mmap.mmap(fd, seg.size, access=mmap.ACCESS_READ)
             except (OSError, ValueError) as exc:
-                return ScanStop("unreadable", seg.offset, f"cannot map segment {seg.name}: {exc}", later)
+                return ScanStop(LogEnd.UNREADABLE, seg.offset, f"cannot map segment {seg.name}: {exc}", later)
             try:
                 size = seg.size
                 pos = 0
                 last_report = 0
-                while pos < size:
-                    if buf[pos:pos + 8] == _ZERO8:
-                        return ScanStop("unwritten", seg.offset + pos,
-                                        "8 zero bytes: the rest of the log was never written", later)
-                    try:
-                        rec = decode_record(buf, pos)
-                    except CorruptRecordError as exc:
-                        reason = str(exc).replace(f" (at offset {pos})", "")
-                        return ScanStop("corrupt", seg.offset + pos,
-                                        f"undecodable record in segment {seg.name} at position {pos}: {reason}",
-                                        later)
+                while True:
+                    s = step(buf, pos, seg.offset)
+                    if s.end is None:
+                        rec = decode_record(buf, pos)  # step vouched for it: a whole record
+                    elif s.end is End.BLANK:
+                        rec = BlankRecord(s.size, BLANK_MAGIC_CODE)
+                    elif s.end is End.OUT_OF_BYTES and pos == size:
+                        return None  # filled to its last byte: the log goes on in the next segment
+                    else:
+                        return ScanStop(s.end, seg.offset + pos, _stop_reason(seg, pos, s), later)
                     self.records += 1
                     yield seg.offset + pos, rec
-                    if isinstance(rec, BlankRecord):
+                    if s.end is End.BLANK:
                         self.blanks += 1
                         return None
                     self.messages += 1
-                    pos += rec.total_size
+                    pos += s.size
                     if self.progress is not None and pos - last_report >= _PROGRESS_STEP:
                         last_report = pos
                         self._report(done + pos)
-                return None
             finally:
                 buf.close()
         finally:
             os.close(fd)
+
+
+def _stop_reason(seg: Segment, pos: int, s) -> str:
+    if s.end is End.UNWRITTEN:
+        return "8 zero bytes: the rest of the log was never written"
+    return f"undecodable record in segment {seg.name} at position {pos}: {s.reason}"
 
 
 def scan_commitlog(store_path, progress: Callable[[int, int], None] | None = None) -> CommitLogScan:

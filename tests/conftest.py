@@ -19,7 +19,10 @@ from pathlib import Path
 
 from hypothesis import settings
 
+from rmqstore.errors import CorruptRecordError
+from rmqstore.layout import BLANK_MAGIC_CODE
 from rmqstore.record import BlankRecord, decode_record
+from rmqstore.walk import End, step
 
 # Hypothesis: a CI run must land or fail on the code, not on the draw, so CI (env CI set)
 # replays the same examples every time and keeps no example database; a developer's run
@@ -36,7 +39,6 @@ ALL_FIXTURES = ("basic", "boundary", "txn_delay", "flush_async", "flush_sync", "
 #: fixtures whose manifest lists every put
 PUT_FIXTURES = tuple(n for n in ALL_FIXTURES if n != "crash")
 
-_ZERO8 = bytes(8)
 
 
 @lru_cache(maxsize=None)
@@ -55,20 +57,22 @@ def commitlog_files(name: str, store: str = "store") -> tuple[tuple[int, bytes],
 def walk_file(data: bytes, base: int = 0):
     """Yield ``(physical offset, record)`` of one commitlog file, walking from position 0.
 
-    Each record is decoded with :func:`decode_record` and the walk advances by its
-    ``total_size``.  The walk stops after a blank (END_OF_FILE) record, which is yielded
-    too, or at 8 zero bytes (the unwritten part of the newest file).  Anything else that
-    does not decode raises, so a test walking a fixture fails loudly.
+    :func:`rmqstore.walk.step` decides each position; records are decoded with
+    :func:`decode_record`.  The walk stops after a blank (END_OF_FILE) record, which is
+    yielded too, at 8 zero bytes (the unwritten part of the newest file) or when the bytes
+    run out.  Anything else raises CorruptRecordError, so a test walking a fixture fails loudly.
     """
     pos = 0
-    while pos + 8 <= len(data):
-        if data[pos:pos + 8] == _ZERO8:
+    while True:
+        s = step(data, pos, base)
+        if s.end in (End.UNWRITTEN, End.OUT_OF_BYTES):
             return
-        rec = decode_record(data, pos)
-        yield base + pos, rec
-        if isinstance(rec, BlankRecord):
+        if s.end is End.CORRUPT:
+            raise CorruptRecordError(s.reason, pos)
+        yield base + pos, (BlankRecord(s.size, BLANK_MAGIC_CODE) if s.end is End.BLANK else decode_record(data, pos))
+        if s.end is End.BLANK:
             return
-        pos += rec.total_size
+        pos += s.size
 
 
 @lru_cache(maxsize=None)

@@ -44,6 +44,7 @@ from rmqstore.status import PutMessageStatus
 from rmqstore.store import MessageStore, open_store
 from rmqstore.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from rmqstore.verify import verify
+from rmqstore.walk import End
 
 HERE = Path(__file__).resolve().parent
 WRITER = HERE / "crash_writer.py"
@@ -823,9 +824,9 @@ def test_blank_magic_alone_ends_a_file():
     """check_record: a blank is recognised by its magic, whatever size it declares (as RocketMQ)."""
     buf = bytearray(64)
     struct.pack_into(">ii", buf, 8, 999999, BLANK_MAGIC_CODE)
-    assert recovery.check_record(buf, 8, 0, True).kind == recovery.RecordCheck.END_OF_FILE
-    assert recovery.check_record(buf, 0, 0, True).kind == recovery.RecordCheck.INVALID
-    assert recovery.check_record(buf, 60, 0, True).kind == recovery.RecordCheck.INVALID
+    assert recovery.check_record(buf, 8, 0, True).end is End.BLANK
+    assert recovery.check_record(buf, 0, 0, True).end is End.UNWRITTEN  # not a record: the log ends
+    assert recovery.check_record(buf, 60, 0, True).end is End.OUT_OF_BYTES  # not a record: the log ends
 
 
 def test_power_cut_store_recovered_and_shut_down_verifies_clean(tmp_path, killed_store):

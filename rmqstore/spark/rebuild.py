@@ -54,12 +54,12 @@ from ..consume_queue import ConsumeQueue
 from ..dispatch import builds_consume_queue, dispatch_request
 from ..errors import StoreError
 from ..index import IndexFile, index_file_name
-from ..layout import BLANK_MAGIC_CODE, BLANK_RECORD
 from ..properties import KEY_SEPARATOR
 from ..scan import find_commitlog_dir, list_segments
 from ..store_dir import infer_config, resolve_store_root
 from ..store_paths import CONSUME_QUEUE_DIR, INDEX_DIR, consume_queue_root, index_dir as index_dir_of
 from ..sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
+from ..walk import End, step
 from ._columns import arrow_schema
 
 __all__ = ["rebuild", "RebuildResult", "index_keys", "DISPATCH_SCHEMA", "DEFAULT_SPLIT"]
@@ -146,13 +146,11 @@ def _segment_summaries(dispatch) -> dict[int, SimpleNamespace]:
 
 
 def _blank_at(path: str, pos: int, size: int) -> bool:
-    """Does a blank record at ``pos`` fill segment ``path`` to its end?"""
-    if pos + BLANK_RECORD.size > size:
-        return False
+    """Does a blank record at ``pos`` fill segment ``path`` to its end (:func:`rmqstore.walk.step`)?"""
     with open(path, "rb") as f:
         with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
-            blank = BLANK_RECORD.unpack_from(buf, pos)
-    return blank.magic_code == BLANK_MAGIC_CODE and blank.total_size == size - pos
+            s = step(buf, pos)
+            return s.end is End.BLANK and s.blank_fills
 
 
 def _check_whole(root: str, summaries: dict[int, SimpleNamespace]) -> None:

@@ -23,11 +23,12 @@ State (all synced, so the view also renders in a static page):
 Binary columns keep 2,000 segments at ~72 KB of state; the front end draws only the rows
 scrolled into view (all of them up to :data:`VIRTUALISE_ABOVE`) plus a canvas overview.
 
-The blank tail of a full segment is found once per file and cached: from the last record the
-consume queues point at in that file, a few size hops reach the blank; without consume
-queues the lean walk (:func:`rmqstore.fastscan.walk_segment`) reads the file, at most
-:data:`BLANK_WALK_BUDGET` bytes per snapshot with ``blanks="auto"`` (a store of 1 GiB
-segments and no consume queues shows "?" instead of reading gigabytes).
+The blank tail of a full segment is found once per file and cached, by the core's walk
+(:func:`rmqstore.walk.walk_segment`): from the last record the consume queues point at in
+that file (:func:`rmqstore.fast_open.boundary_hint`) a few records reach the blank; without
+consume queues the walk reads the file, at most :data:`BLANK_WALK_BUDGET` bytes per snapshot
+with ``blanks="auto"`` (a store of 1 GiB segments and no consume queues shows "?" instead of
+reading gigabytes).
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ import weakref
 
 import anywidget
 import traitlets as t
+
+from rmqstore.fast_open import boundary_hint
+from rmqstore.walk import End, walk_segment
 
 from ._assets import css, esm
 from rmqstore.store_paths import offset_to_file_name
@@ -63,32 +67,21 @@ _blank_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _blank_lock = threading.Lock()
 
 
-def _hop_to_blank(mf, pos: int, max_hops: int = 100_000) -> int | None:
-    """From a record start, jump record by record (reading only sizes) to the blank; None if unsure."""
-    from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
-
-    size = mf.file_size
-    buf = mf.mapped
-    for _ in range(max_hops):
-        if pos == size:
-            return BLANK_NONE
-        if pos + 8 > size:
-            return None
-        total, magic = struct.unpack_from(">ii", buf, pos)
-        if magic == BLANK_MAGIC_CODE:
-            return pos if pos + total == size else None
-        if magic not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2) or total <= 0:
-            return None
-        pos += total
-    return None
+def _tail(mf, start: int) -> int | None:
+    """The blank ending the file walked from record start ``start``: its position, BLANK_NONE when the
+    file is filled to its last byte, None when the walk ends otherwise."""
+    end = walk_segment(mf.mapped, mf.file_from_offset, start=start)
+    if end.kind is End.BLANK:
+        return end.pos
+    return BLANK_NONE if end.kind is End.OUT_OF_BYTES and end.pos == len(mf.mapped) else None
 
 
 def _blank_at(mf, budget: list[int], hint=None) -> int:
     """Start (relative) of the blank record of a full, readable file; cached per mapped file.
 
     ``hint(mf)`` may give a record start inside the file (the last dispatched record, from the
-    consume queues): from there a few size hops find the blank.  Otherwise the lean walk reads
-    the file, within ``budget`` bytes per snapshot.
+    consume queues): from there a few records reach the blank.  Otherwise the walk reads the
+    file from its start, within ``budget`` bytes per snapshot.
     """
     with _blank_lock:
         hit = _blank_cache.get(mf)
@@ -104,15 +97,13 @@ def _blank_at(mf, budget: list[int], hint=None) -> int:
         if hint is not None:
             start = hint(mf)
             if start is not None:
-                result = _hop_to_blank(mf, start - mf.file_from_offset)
+                result = _tail(mf, start - mf.file_from_offset)
         if result is None:
             if budget[0] < size:
                 return BLANK_UNKNOWN
             budget[0] -= size
-            from rmqstore.fastscan import walk_segment
-
-            walk = walk_segment(mf.mapped, mf.file_from_offset, check_crc=False)
-            result = walk.blank_at - mf.file_from_offset if walk.blank_at is not None else BLANK_NONE
+            result = _tail(mf, 0)
+            result = BLANK_NONE if result is None else result
     finally:
         mf.release()
     with _blank_lock:
@@ -124,7 +115,6 @@ def _cq_hint(store):
     """A hint for :func:`_blank_at` from the consume queues (None when the store has none)."""
     if not getattr(store, "consume_queue_table", None):
         return None
-    from ._fast_open import boundary_hint
 
     def hint(mf):
         return boundary_hint(store, mf.file_from_offset + mf.file_size, floor=mf.file_from_offset)

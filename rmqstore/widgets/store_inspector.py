@@ -1,7 +1,8 @@
 """StoreInspector: one view over a store directory -- segments, queues, records, lookups.
 
-Opening never reads the whole store (:func:`widgets._fast_open.open_fast` finds the end of
-the log from the consume queues and a short walk).  Records are shown a page at a time:
+Opening never reads the whole store (:func:`rmqstore.fast_open.open_fast` finds the end of
+the log from the consume queues and a short walk).  Where a record is and where a segment
+ends is :func:`rmqstore.walk.step`'s call; the browser only pages.  Records are shown a page at a time:
 a page starts at a record boundary and is decoded record by record until it is full, so
 browsing a store of millions of messages decodes only what is on screen.
 
@@ -27,23 +28,23 @@ from __future__ import annotations
 import logging
 import os
 import re
-import struct
 import time
 
 import anywidget
 import traitlets as t
 
 from rmqstore.errors import CorruptRecordError, LayoutError
-from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+from rmqstore.fast_open import boundary_hint, open_fast
+from rmqstore.layout import BLANK_MAGIC_CODE
 from rmqstore.properties import KEYS, TAGS, UNIQ_KEY, string_to_properties
 from rmqstore.reading import check_open
 from rmqstore.store_paths import offset_to_file_name
-from rmqstore.record import MessageRecord, create_message_id, decode_message_id
+from rmqstore.record import BlankRecord, MessageRecord, create_message_id, decode_message_id
 from rmqstore import record as _record
+from rmqstore.walk import End, step
 
 from ._assets import css, esm
 from ._common import FIELD_TABLE, fmt_ms, i64
-from ._fast_open import boundary_hint, open_fast
 from .record_view import store_record_details
 from .segment_view import segment_rows, _pack
 
@@ -56,8 +57,6 @@ __all__ = ["StoreInspector", "LogBrowser"]
 
 log = logging.getLogger(__name__)
 
-_HEAD = struct.Struct(">ii")
-_MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
 _MAX_HOPS = 2_000_000
 
 
@@ -110,16 +109,27 @@ class LogBrowser:
 
     # -- one record --------------------------------------------------------------------
     def _decode_at(self, offset: int):
-        """``(mapped file, record)`` at ``offset``; record None at the end of the log."""
+        """``(mapped file, record)`` at ``offset``; record None at the end of the log.
+
+        A blank comes back as a :class:`BlankRecord`; bytes that are neither a record nor
+        the end of the readable log raise :class:`CorruptRecordError` (the step's reason).
+        """
         mf = self._file_at(offset)
         if mf is None:
             return None, None
         pos = offset - mf.file_from_offset
         readable = mf.read_position
-        if pos + 8 > readable or not mf.hold():  # hold: a running store may be deleting the file
+        if not mf.hold():  # hold: a running store may be deleting the file
             return mf, None
         try:
+            s = step(mf.mapped, pos, mf.file_from_offset, readable)
+            if s.end is End.OUT_OF_BYTES:
+                return mf, None
             self.records_read += 1
+            if s.end is End.BLANK:
+                return mf, BlankRecord(s.size, BLANK_MAGIC_CODE)
+            if s.end is not None:
+                raise CorruptRecordError(s.reason, pos)
             rec = self.decode(mf.mapped, pos, limit=readable)
         finally:
             mf.release()
@@ -178,7 +188,8 @@ class LogBrowser:
                 "next": i64(nxt) if nxt is not None else None}
 
     def _hop(self, start: int, until: int) -> list[int]:
-        """Record starts in ``[start, until)`` from the boundary ``start``, reading only sizes."""
+        """Record starts in ``[start, until)`` from the boundary ``start``, nothing decoded (a blank's
+        start included; a position that is neither a record nor a blank is the last one)."""
         out = []
         offset = start
         hops = 0
@@ -190,19 +201,19 @@ class LogBrowser:
             if pos + 8 > mf.read_position or not mf.hold():
                 break
             try:
-                total, magic = _HEAD.unpack_from(mf.mapped, pos)
+                s = step(mf.mapped, pos, mf.file_from_offset, mf.read_position)
             finally:
                 mf.release()
             self.records_read += 1
             hops += 1
             out.append(offset)
-            if magic == BLANK_MAGIC_CODE:
+            if s.end is End.BLANK:
                 nxt = self._next_file_start(mf)
                 if nxt is None:
                     break
                 offset = nxt
-            elif magic in _MAGICS and total > 0:
-                offset += total
+            elif s.end is None:
+                offset += s.size
             else:
                 break
         return out
