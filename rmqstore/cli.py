@@ -68,7 +68,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass, replace
-from typing import Callable
+from typing import Any, Callable, TextIO
 
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .dumpfmt import DumpFormatError, blank_from_json, json_to_message, record_to_json
@@ -92,9 +92,9 @@ class CliError(Exception):
 class Streams:
     """The streams a command uses (injectable for tests). ``stdin`` may be binary or text."""
 
-    stdin: object
-    stdout: object
-    stderr: object
+    stdin: Any
+    stdout: TextIO
+    stderr: TextIO
 
     @property
     def stderr_is_tty(self) -> bool:

@@ -61,7 +61,7 @@ class SegmentWalk:
     spans: list[RecordSpan] | None = None
 
 
-def walk_segment(buf, base: int, *, start: int = 0, end: int | None = None, check_crc: bool = True,
+def walk_segment(buf, base: int, *, start: int = 0, end: int | None = None, check_crc: bool = True,  # noqa: C901 -- the one walk replaces it (issue 14)
                  keep_spans: bool = False, stop_at: int | None = None) -> SegmentWalk:
     """Walk records of ``buf`` (one segment whose first byte is at physical ``base``).
 

@@ -137,7 +137,7 @@ def _describe(e: dict) -> str:
         return f"{e.get('stage')}: {extra}" if extra else str(e.get("stage"))
 
 
-def _describe_stage(e: dict) -> str:
+def _describe_stage(e: dict) -> str:  # noqa: C901 -- one sentence per trace stage, a flat dispatch
     s = e["stage"]
     g = e.get
 
