@@ -43,6 +43,7 @@ import logging
 import struct
 import threading
 import time
+from typing import Any, Callable
 
 from .crc import crc32
 from .crc import raw_crc32 as _crc32
@@ -268,7 +269,7 @@ class MessageEncoder:
         topic_part = bytes([len(topic_b)]) + topic_b
         fixed = header.size + len(topic_part) + 2
         data = bytearray()
-        lengths = []
+        lengths: list[int] = []
         total_body = 0
         pack = header.pack
         for item in batch.items:
@@ -425,9 +426,9 @@ class CommitLog:
         self.flush_manager = None  # set by the store: handles flush requests after a put
         self._delay_levels = config.delay_level_table()
         self.max_delay_level = max(self._delay_levels) if self._delay_levels else 0
-        self.tracer = None
+        self.tracer: Any = None
         #: called with a reason when a flush or commit service fails (the store stops taking puts)
-        self.on_io_error = None
+        self.on_io_error: Callable[[str], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     def load(self) -> bool:
@@ -502,7 +503,7 @@ class CommitLog:
             return enc
         return self.append_encoded(enc)
 
-    def append_encoded(self, enc) -> PutMessageResult:
+    def append_encoded(self, enc) -> PutMessageResult:  # noqa: C901 -- the whole put under one lock
         if enc.length + END_FILE_MIN_BLANK_LENGTH > self.config.mapped_file_size_commit_log:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"record of {enc.length} bytes can never fit in a commitlog file of "

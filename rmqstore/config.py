@@ -60,7 +60,7 @@ class StoreConfig:
     #: ours, not RocketMQ's: the allocate service pre-faults each new commitlog file
     #: (madvise POPULATE_WRITE) so puts do not page-fault; see MappedFile.pre_fault
     pre_fault_mapped_file: bool = True
-    flush_least_pages_when_warm_mapped_file: int = 1024 / 4 * 16
+    flush_least_pages_when_warm_mapped_file: int = 1024 // 4 * 16
     max_msgs_num_batch: int = 64
     os_page_cache_busy_timeout_mills: int = 1000
     allocate_wait_timeout_ms: int = 5_000  # AllocateMappedFileService.waitTimeOut

@@ -118,7 +118,7 @@ class ConsumeQueue:
         mf = self.mapped_file_queue.get_first_mapped_file()
         if mf is None:
             return
-        for pos, offset, size, _ in iter_units(mf.mapped, 0, mf.read_position):
+        for pos, offset, _size, _ in iter_units(mf.mapped, 0, mf.read_position):
             if offset >= phy_min_offset:
                 self.min_logic_offset = mf.file_from_offset + pos
                 return
@@ -175,7 +175,7 @@ class ConsumeQueue:
 
     def get_units(self, start: int, max_count: int) -> list[tuple[int, int, int, int]]:
         """Up to ``max_count`` units ``(cq_offset, offset, size, tags)`` from ``start`` (one file at most)."""
-        out = []
+        out: list[tuple[int, int, int, int]] = []
         if start < self.get_min_offset_in_queue():
             return out
         pos = start * CQ_STORE_UNIT_SIZE

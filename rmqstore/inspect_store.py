@@ -75,7 +75,7 @@ def iso_time(millis) -> str | None:
 
 def _probe_segment(path: str, size: int) -> dict:
     """Walk the records of one commitlog file: records, time range, how it ends."""
-    out = {"records": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None, "dataEnd": 0,
+    out: dict = {"records": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None, "dataEnd": 0,
            "end": None, "blank": None}
     if size == 0:
         out["end"] = "empty file"
@@ -184,7 +184,7 @@ def _checkpoint(root: str) -> dict:
         return {"exists": os.path.lexists(path), "error": str(exc)}
     if cp is None:
         return {"exists": False}
-    out = {"exists": True, "size": os.path.getsize(path)}
+    out: dict = {"exists": True, "size": os.path.getsize(path)}
     for name in ("physic_msg_timestamp", "logics_msg_timestamp", "index_msg_timestamp"):
         value = getattr(cp, name)
         camel = "".join(w.capitalize() if i else w for i, w in enumerate(name.split("_")))
@@ -221,7 +221,7 @@ def _lock(root: str) -> dict:
     path = lock_path(root)
     if not os.path.lexists(path):
         return {"exists": False}
-    out = {"exists": True}
+    out: dict = {"exists": True}
     try:
         out["size"] = os.path.getsize(path)
         if out["size"] <= 64 and os.path.isfile(path):
@@ -290,7 +290,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
     return out
 
 
-def _issues(info: dict, max_off: int) -> list[str]:
+def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list of independent checks
     issues = []
     if info["abort"]:
         issues.append("unclean shutdown (abort file present): the next start runs abnormal recovery")

@@ -29,6 +29,7 @@ import struct
 from collections import namedtuple
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any, cast
 
 __all__ = [
     "Field",
@@ -108,7 +109,7 @@ class FixedLayout:
         self.fields = fields
         self.struct = struct.Struct(">" + "".join(KIND_SIZES[f.kind][0] for f in fields))
         self.size = self.struct.size
-        self.tuple_type = namedtuple(name, [f.name for f in fields])
+        self.tuple_type: Any = cast(Any, namedtuple(name, [f.name for f in fields]))  # fields from a table
         offsets, pos = {}, 0
         for f in fields:
             offsets[f.name] = pos

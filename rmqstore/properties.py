@@ -59,7 +59,7 @@ def java_string_hash(s: str) -> int:
     the reversed code units with precomputed powers (the loop form is 3x slower).
     """
     if s.isascii():
-        units = s.encode("ascii")
+        units: bytes | tuple[int, ...] = s.encode("ascii")
     else:
         raw = s.encode("utf-16-be", "surrogatepass")
         units = struct.unpack(f">{len(raw) // 2}H", raw)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import ipaddress
 import struct
 from collections import namedtuple
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 from .crc import crc32
 from .errors import CorruptRecordError, LayoutError
@@ -151,7 +151,7 @@ def socket_address(value) -> Address:
 
 
 #: one decoded message record; field names come from the layout table
-MessageRecord = namedtuple("MessageRecord", [f.name for f in MESSAGE_FIELDS])
+MessageRecord: Any = cast(Any, namedtuple("MessageRecord", [f.name for f in MESSAGE_FIELDS]))  # fields from a table
 MessageRecord.__doc__ = "A decoded commitlog message record (fields as in layout.MESSAGE_FIELDS)."
 
 BlankRecord = BLANK_RECORD.tuple_type

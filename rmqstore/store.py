@@ -40,7 +40,8 @@ import re
 import threading
 import time
 from time import perf_counter as _perf
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Callable
 
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
@@ -233,10 +234,10 @@ class MessageStore:
         self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
                                           clock=self.clock, read_only=read_only)
         self.reput_message_service = ReputMessageService(self)
-        self.flush_consume_queue_service = None
-        self.group_commit_service = None
-        self.flush_service = None
-        self.commit_service = None
+        self.flush_consume_queue_service: FlushConsumeQueueService | None = None
+        self.group_commit_service: GroupCommitService | None = None
+        self.flush_service: FlushRealTimeService | None = None
+        self.commit_service: CommitRealTimeService | None = None
         self.ha_service: HAService | None = None  # replication (rmqstore.ha), made by start()
         self.writeable = True
         self.not_writeable_reason = ""
@@ -246,13 +247,13 @@ class MessageStore:
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
-        self._async_pool = None
+        self._async_pool: ThreadPoolExecutor | None = None
         self._async_pool_lock = threading.Lock()
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
         self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
         #: called from the reput thread after each consume-queue unit: (topic, queue id, new max offset);
         #: a broker wakes its long-polling pulls with it (RocketMQ's MessageArrivingListener)
-        self.message_arriving_listener = None
+        self.message_arriving_listener: Callable[[str, int, int], None] | None = None
 
     # -- lifecycle -----------------------------------------------------------------
     @property

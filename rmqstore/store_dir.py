@@ -538,7 +538,7 @@ def infer_config(root: str, base: StoreConfig | None = None, *, cq_file_size: in
     :func:`index_dimensions`).
     """
     config = base or StoreConfig()
-    changes = {}
+    changes: dict = {}
     size = commitlog_segment_size(root)
     if size is not None:
         changes["mapped_file_size_commit_log"] = size

@@ -141,7 +141,7 @@ def _utf8(buf, start: int, end: int) -> bool:
     return True
 
 
-def step(buf, pos: int, base: int = 0, limit: int | None = None, *, crc: bool = False,
+def step(buf, pos: int, base: int = 0, limit: int | None = None, *, crc: bool = False,  # noqa: C901 -- the one decision table of how a segment ends; split, it would be walked twice
          strict: bool = False) -> Step:
     """What starts at ``buf[pos:]`` -- a record or an end -- in a segment whose first byte is at ``base``.
 

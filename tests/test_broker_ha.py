@@ -93,7 +93,7 @@ def test_sync_master_and_slave_from_the_command_line(tmp_path):
             producer.shutdown()
         assert len(sent) == 60, sent
     finally:
-        master_out = _stop(master)
+        _stop(master)
         if slave is not None:
             _stop(slave)
     assert not (tmp_path / "master" / "abort").exists() and not (tmp_path / "slave" / "abort").exists()

@@ -8,7 +8,6 @@ down (Done means 6), and the ``rmqstore broker`` command stopping cleanly on SIG
 from __future__ import annotations
 
 import asyncio
-import asyncio
 import os
 import signal
 import socket

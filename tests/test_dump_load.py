@@ -208,7 +208,7 @@ def test_dump_load_is_byte_exact(tmp_path, name, store):
             first = next(i for i, (a, b) in enumerate(zip(mine, ref)) if a != b)
             pytest.fail(f"{fname}: first differing byte at position {first} (offset {int(fname) + first})")
     if name == "flush_tsp":
-        assert stale == 4  # the masking is needed: 4 files carry stale pool bytes (see CONSTANTS.md)
+        assert stale == 4  # the masking is needed: 4 files carry stale pool bytes (docs/formats.md, blank record)
     else:
         assert stale == 0
 

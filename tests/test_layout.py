@@ -1,4 +1,4 @@
-"""Facts of RocketMQ's on-disk layouts, checked against the layout tables (see CONSTANTS.md)."""
+"""Facts of RocketMQ's on-disk layouts, checked against the layout tables (docs/formats.md)."""
 
 import pytest
 

@@ -512,7 +512,7 @@ def test_batch_put(store):
     assert ar.msg_id == ",".join(create_message_id(host, rec.physical_offset) for rec in recs)
     assert ar.wrote_offset == recs[0].physical_offset
     assert ar.wrote_bytes == sum(rec.total_size for rec in recs)
-    # batch-level properties are appended to every inner message's own (CONSTANTS.md, Properties)
+    # batch-level properties are appended to every inner message's own (docs/formats.md, Properties)
     assert [rec.properties for rec in recs] == ["KEYS\x01a\x02WAIT\x01true\x02CLUSTER\x01C1",
                                                "WAIT\x01true\x02CLUSTER\x01C1",
                                                "KEYS\x01c\x02WAIT\x01true\x02CLUSTER\x01C1"]

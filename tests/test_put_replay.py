@@ -366,7 +366,7 @@ def test_commitlog_files_are_byte_identical(replay):
         assert not any(mine[tail:]), f"{replay.name} file {off}: bytes after our blank header must be zeros"
         masked += any(data[tail:])
     if replay.name == "flush_tsp":
-        assert masked > 0, "flush_tsp has stale bytes after some blank headers (see CONSTANTS.md)"
+        assert masked > 0, "flush_tsp has stale bytes after some blank headers (docs/formats.md, blank record)"
     else:
         assert masked == 0
 

@@ -389,7 +389,7 @@ def test_store_methods_delegate(store):
 # -- reads while writers run --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("tsp", [False, True], ids=["mmap", "transient-store-pool"])
-def test_reads_while_writing_never_see_half_records(tmp_path, tsp):
+def test_reads_while_writing_never_see_half_records(tmp_path, tsp):  # noqa: C901 -- one scenario, step by step
     s = make_store(tmp_path / "w", mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=20 * 50,
                    max_hash_slot_num=64, max_index_num=256, transient_store_pool_enable=tsp,
                    commit_interval_commit_log=5, flush_interval_commit_log=5)

@@ -36,7 +36,8 @@ class BatchBodyError(RmqStoreError, ValueError):
 
 
 def decode_batch_body(data: bytes) -> list[BatchItem]:
-    items, pos, n = [], 0, len(data)
+    items: list[BatchItem] = []
+    pos, n = 0, len(data)
     while pos < n:
         if pos + _HEAD.size > n:
             raise BatchBodyError(f"batch entry {len(items)} at byte {pos}: {n - pos} bytes left, "

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
 from ..config import StoreConfig
 from ..remoting import Limits, RemotingServer

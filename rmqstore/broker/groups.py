@@ -47,7 +47,7 @@ class SubscriptionGroupConfig:
     @classmethod
     def from_json(cls, d: dict) -> "SubscriptionGroupConfig":
         names = {f.name: f for f in fields(cls)}
-        kwargs = {}
+        kwargs: dict = {}
         for key, value in d.items():
             name = camel_to_snake(key)
             if name in names:

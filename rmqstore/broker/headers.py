@@ -9,6 +9,8 @@ SYSTEM_ERROR with the exception's text.  :class:`Header` does the same with
 
 from __future__ import annotations
 
+import builtins
+
 from ..errors import RmqStoreError
 
 __all__ = ["Header", "HeaderError"]
@@ -32,7 +34,7 @@ class Header:
             return default
         return value
 
-    def int(self, name: str, default=_MISSING, bits: int = 64) -> int:
+    def int(self, name: builtins.str, default=_MISSING, bits: builtins.int = 64) -> builtins.int:
         value = self.ext.get(name)
         if value is None or value == "":
             if default is _MISSING:
@@ -46,6 +48,6 @@ class Header:
             raise HeaderError(f"the custom field <{name}> = {number} is out of range")
         return number
 
-    def bool(self, name: str, default: bool = False) -> bool:
+    def bool(self, name: builtins.str, default: builtins.bool = False) -> builtins.bool:
         value = self.ext.get(name)
         return default if value is None else value.strip().lower() == "true"

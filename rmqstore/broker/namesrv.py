@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..crc import crc32
 from ..remoting import Connection, RemotingCommand, RemotingServer, RequestCode, ResponseCode
@@ -57,14 +58,15 @@ class BrokerRegistration:
     broker_name: str
     broker_id: int
     address: str
-    topics: object
+    topics: Any  # answers select(topic)
     connection: Connection | None = None
     last_update: float = field(default_factory=time.monotonic)
 
 
 def route_data(topic: str, registrations: list[BrokerRegistration]) -> dict | None:
     """TopicRouteData of ``topic`` over the given brokers, or None when none serves it."""
-    queue_datas, broker_datas = {}, {}
+    queue_datas: dict = {}
+    broker_datas: dict = {}
     for reg in sorted(registrations, key=lambda r: (r.broker_name, r.broker_id)):
         config = reg.topics.select(topic)
         if config is None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 
 from ..message import Message
 from ..properties import REAL_QID, REAL_TOPIC, parse_properties

@@ -119,7 +119,8 @@ class TransactionService:
         """The op message that marks ``half`` done (tag d, body = its queue offset)."""
         host = self.broker.config.broker_addr
         op = Message(topic=TRANS_OP_HALF_TOPIC, body=str(half.queue_offset).encode(), queue_id=half.queue_id,
-                     properties={"TAGS": REMOVE_TAG, "WAIT": "true"}, born_timestamp=self.broker.store.clock(),
+                     properties={"TAGS": REMOVE_TAG, "WAIT": "true"},  # type: ignore[arg-type]  # a dict is serialised
+                     born_timestamp=self.broker.store.clock(),
                      born_host=host, store_host=host)
         result = await asyncio.wrap_future(self.broker.store.async_put_message(op))
         if not result.ok:

@@ -18,7 +18,7 @@ import os
 import sys
 import traceback
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, TextIO
 
 from ..errors import RmqStoreError
 from ..progress import ProgressBar, isatty
@@ -40,9 +40,9 @@ class CliError(Exception):
 class Streams:
     """The streams a command uses (injectable for tests). ``stdin`` may be binary or text."""
 
-    stdin: object
-    stdout: object
-    stderr: object
+    stdin: Any
+    stdout: TextIO
+    stderr: TextIO
 
     @property
     def stderr_is_tty(self) -> bool:

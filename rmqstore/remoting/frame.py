@@ -340,7 +340,7 @@ def _skip_ws(text: str, i: int) -> int:
 
 def _json_members(text: str, i: int) -> list[tuple[str, int, int, int, object]]:
     """``(key, start, colon, end, value)`` of each member of the JSON object whose ``{`` is at ``i``."""
-    out = []
+    out: list[tuple[str, int, int, int, object]] = []
     i = _skip_ws(text, i) + 1
     while True:
         i = _skip_ws(text, i)

@@ -38,7 +38,7 @@ import itertools
 import socket
 import logging
 from dataclasses import dataclass
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from .codes import RPC_ONEWAY, ResponseCode, SerializeType
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
@@ -189,7 +189,7 @@ class Connection:
         if processor is None:
             return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
         try:
-            result = processor(self, cmd)
+            result: Any = processor(self, cmd)
             if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
                 result = await result
             return result

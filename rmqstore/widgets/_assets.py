@@ -15,15 +15,29 @@ at import time, not a surprise in the browser.
 
 Style sheets name their dependencies with ``/* @import "./_util.css"; */`` comments (not
 real ``@import``, which would be a request); :func:`css` inlines them once each.
+
+Live reload in a development checkout.  anywidget reloads a view live when its ``_esm`` is a
+``pathlib.Path`` -- but it then sends the file's text, as it would a string, so the browser
+still loads it from a Blob URL and ``./_util.js`` still cannot be resolved: a path works only
+for a module without sibling imports.  So the inliner stays, and development mode re-runs it:
+with ``ANYWIDGET_HMR=1`` and the package in a checkout (an editable install; not under
+site-packages), :func:`esm` and :func:`css` return an anywidget ``VirtualFileContents``
+holding the inlined text, and a daemon thread re-inlines it when any file it was built from
+changes (the folder's .js and .css mtimes, polled twice a second; no watchfiles needed).  anywidget pushes the new text
+to every live view.  Otherwise they return the plain string, built once.  A static export
+(:mod:`rmqstore.widgets.static_html`) takes a view's synced ``_esm`` -- always the inlined
+text -- so a page written from a checkout and one from a wheel are the same.
 """
 
 from __future__ import annotations
 
+import os
 import re
-from functools import lru_cache
+import threading
+import time
 from pathlib import Path
 
-__all__ = ["esm", "css", "HERE"]
+__all__ = ["esm", "css", "HERE", "live_reload"]
 
 HERE = Path(__file__).resolve().parent
 
@@ -67,15 +81,57 @@ def _inline(name: str, stack: tuple[str, ...]) -> str:
     return out
 
 
-@lru_cache(maxsize=None)
-def esm(name: str) -> str:
-    """The ES module ``name`` (a file beside this one) with its sibling imports inlined."""
+def live_reload() -> bool:
+    """Whether views reload their front-end files live: ``ANYWIDGET_HMR=1`` and a checkout."""
+    installed = {"site-packages", "dist-packages"} & set(HERE.parts)
+    return os.environ.get("ANYWIDGET_HMR") == "1" and not installed
+
+
+def _watched(build, name: str):
+    """A ``VirtualFileContents`` of ``build(name)``, rebuilt whenever one of its sources changes."""
+    try:  # anywidget's own live-contents type (what its %%vfile magic uses); not exported by name
+        from anywidget._file_contents import VirtualFileContents
+    except ImportError:  # another anywidget: no live reload, the text as built now
+        return build(name)
+
+    contents = VirtualFileContents(build(name))
+
+    def stamps() -> list[tuple[str, float, int]]:  # every front-end file: a module may start importing any
+        return [(p.name, p.stat().st_mtime, p.stat().st_size) for p in sorted([*HERE.glob("*.js"), *HERE.glob("*.css")])]
+
+    def poll() -> None:
+        seen = stamps()
+        while True:
+            time.sleep(0.5)
+            now = stamps()
+            if now != seen:
+                seen = now
+                try:
+                    contents.contents = build(name)
+                except (OSError, ValueError):  # a half-saved file: keep the last good text
+                    pass
+
+    threading.Thread(target=poll, name=f"rmqstore-assets-{name}", daemon=True).start()
+    return contents
+
+
+def esm(name: str):
+    """The ES module ``name`` (a file beside this one) with its sibling imports inlined: a string,
+    or in development (:func:`live_reload`) anywidget contents that follow the files."""
+    return _watched(_esm_text, name) if live_reload() else _esm_text(name)
+
+
+def css(name: str):
+    """The style sheet ``name`` with its ``/* @import "./x.css"; */`` dependencies inlined once:
+    a string, or in development (:func:`live_reload`) anywidget contents that follow the files."""
+    return _watched(_css_text, name) if live_reload() else _css_text(name)
+
+
+def _esm_text(name: str) -> str:
     return f"// rmqstore.widgets: {name}\n" + _inline(name, ())
 
 
-@lru_cache(maxsize=None)
-def css(name: str) -> str:
-    """The style sheet ``name`` with its ``/* @import "./x.css"; */`` dependencies inlined once."""
+def _css_text(name: str) -> str:
     seen: list[str] = []
 
     def load(n: str) -> str:

@@ -172,7 +172,7 @@ def _describe_broker(e: dict) -> str | None:
     return None
 
 
-def _describe_stage(e: dict) -> str:
+def _describe_stage(e: dict) -> str:  # noqa: C901 -- one sentence per trace stage, a flat dispatch
     s = e["stage"]
     g = e.get
     said = _describe_broker(e)
@@ -262,7 +262,7 @@ def _apply(table: dict, e: dict) -> int | None:
     return f
 
 
-def build_steps(events) -> tuple[list[dict], list[dict]]:
+def build_steps(events) -> tuple[list[dict], list[dict]]:  # noqa: C901 -- one pass over the events, a case per lane
     """``(files, steps)`` of a trace: the files it touched and one step per event, in ``seq`` order.
 
     A step holds ``stage``, ``box`` (diagram box), ``thread``, ``t_us`` (since the first

@@ -1,0 +1,172 @@
+"""The layers of docs/architecture.md, checked on the source: a lower layer never imports a higher
+one, and no module imports another module's private (``_name``) names.
+
+The layer table below is the document's, module by module. A module that is in no layer fails
+the test: decide where it belongs, add it here and to docs/architecture.md. Known violations are
+listed with their reason in ``ALLOWED_UPWARD`` and ``ALLOWED_PRIVATE``; the lists only shrink --
+an entry that no longer happens fails the test too, so it is removed when its cause is fixed.
+"""
+
+from __future__ import annotations
+
+import ast
+import fnmatch
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "rmqstore"
+
+#: (layer name, module patterns), lowest first; fnmatch patterns over dotted module names.
+#: Some names are not in the tree yet (walk, store_paths, replay, the verify and cli packages):
+#: they are placed already so that the work that adds them lands in the right layer.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("layout/codec", (
+        "rmqstore.layout", "rmqstore.errors", "rmqstore.config", "rmqstore.crc", "rmqstore.sysflag",
+        "rmqstore.properties", "rmqstore.record", "rmqstore.message", "rmqstore.status",
+        "rmqstore.dumpfmt", "rmqstore.walk", "rmqstore.fastscan", "rmqstore.ranges",
+        "rmqstore.trace", "rmqstore.progress",
+    )),
+    ("files", (
+        "rmqstore.mapped_file", "rmqstore.mapped_file_queue", "rmqstore.store_dir", "rmqstore.store_paths",
+    )),
+    ("engine services", (
+        "rmqstore.commit_log", "rmqstore.flush", "rmqstore.allocate", "rmqstore.consume_queue",
+        "rmqstore.index", "rmqstore.dispatch", "rmqstore.checkpoint", "rmqstore.recovery",
+        "rmqstore.ha", "rmqstore.ha.*",
+    )),
+    # reading.py is the store's read path: MessageStore's get_message and friends delegate to it
+    ("store", ("rmqstore.store", "rmqstore.reading", "rmqstore")),
+    ("scan/inspect/verify", (
+        "rmqstore.scan", "rmqstore.inspect_store", "rmqstore.verify", "rmqstore.verify.*",
+        "rmqstore.replay",
+    )),
+    ("broker/remoting", ("rmqstore.broker", "rmqstore.broker.*", "rmqstore.remoting", "rmqstore.remoting.*")),
+    ("spark/widgets", ("rmqstore.spark", "rmqstore.spark.*", "rmqstore.widgets", "rmqstore.widgets.*")),
+    ("cli", ("rmqstore.cli", "rmqstore.cli.*", "rmqstore.broker.cli", "rmqstore.spark.cli")),
+]
+
+#: (importer, imported) pairs that go down-to-up today, each with why and what removes it
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {
+    ("rmqstore.store_dir", "rmqstore.consume_queue"):
+        "consume_queue_file_size needs the consume-queue folder names; they move to store_paths (issue 14.3)",
+}
+
+#: (importer, imported module, private name) triples imported today, each with why
+ALLOWED_PRIVATE: dict[tuple[str, str, str], str] = {
+    **{("rmqstore.spark.verify", "rmqstore.verify", name):
+       "spark's verify driver reuses the local verifier's insides; verify becomes public rules (issue 14.2)"
+       for name in ("_DETAIL_CAP", "_IndexFile", "_MappedFile", "_Queue", "_Sizes", "_Verifier", "_files",
+                    "_prepare", "_record_keys")},
+    **{("rmqstore.spark.cli", "rmqstore.cli", name):
+       "spark's commands print like the main CLI's; the cli <-> spark.cli cycle goes (issue 14.4)"
+       for name in ("_Out", "_json_out", "_print_verify", "_progress")},
+    **{("rmqstore.widgets.frame_view", "rmqstore.widgets._common", name):
+       "shared view helpers still named private in _common; make them public there"
+       for name in ("_body_preview", "_palette", "_split_properties")},
+    ("rmqstore.widgets.store_inspector", "rmqstore.widgets.segment_view", "_pack"):
+        "the inspector packs segments as the segment view does; the packing moves to the core (issue 14.4)",
+}
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def source_modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = source_modules()
+
+
+def layer_of(module: str) -> int | None:
+    """Index of the highest layer naming ``module`` (a name can sit in a package's pattern and be singled
+    out higher up, as ``rmqstore.spark.cli`` is)."""
+    found = None
+    for i, (_, patterns) in enumerate(LAYERS):
+        if any(fnmatch.fnmatchcase(module, p) for p in patterns):
+            found = i
+    return found
+
+
+def imports_of(module: str, path: Path):
+    """``(imported module, name or None)`` for every rmqstore import in ``path``, lazy ones included."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == "rmqstore":
+                    yield alias.name, None
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "rmqstore":
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                yield (sub, None) if sub in MODULES else (target, alias.name)
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(m for m in MODULES if layer_of(m) is None)
+    assert not unplaced, (f"modules in no layer: {unplaced}; place each in LAYERS of tests/test_layers.py "
+                          f"and in docs/architecture.md")
+
+
+def upward_imports() -> set[tuple[str, str]]:
+    found = set()
+    for module, path in MODULES.items():
+        own = layer_of(module)
+        for target, _ in imports_of(module, path):
+            theirs = layer_of(target)
+            if own is not None and theirs is not None and theirs > own:
+                found.add((module, target))
+    return found
+
+
+def private_imports() -> set[tuple[str, str, str]]:
+    found = set()
+    for module, path in MODULES.items():
+        for target, name in imports_of(module, path):
+            if name and name.startswith("_") and not name.startswith("__") and target != module:
+                found.add((module, target, name))
+    return found
+
+
+def describe(pairs) -> str:
+    return "\n".join(" -> ".join(p) for p in sorted(pairs))
+
+
+def test_no_lower_layer_imports_a_higher_one():
+    upward = upward_imports()
+    new = upward - ALLOWED_UPWARD.keys()
+    assert not new, ("a lower layer imports a higher one (see docs/architecture.md); move the code down or "
+                     "the import up:\n" + "\n".join(
+                         f"{a} ({LAYERS[layer_of(a)][0]}) -> {b} ({LAYERS[layer_of(b)][0]})" for a, b in sorted(new)))
+    gone = ALLOWED_UPWARD.keys() - upward
+    assert not gone, f"fixed, so remove from ALLOWED_UPWARD:\n{describe(gone)}"
+
+
+def test_no_private_names_across_modules():
+    private = private_imports()
+    new = private - ALLOWED_PRIVATE.keys()
+    assert not new, ("a module imports another's private name; make the name public (and list it in "
+                     "__all__) or keep the code in one module:\n" + describe(new))
+    gone = ALLOWED_PRIVATE.keys() - private
+    assert not gone, f"fixed, so remove from ALLOWED_PRIVATE:\n{describe(gone)}"
+
+
+def test_the_checks_see_real_imports():
+    """The walker resolves relative and lazy imports: pinned facts of today's tree."""
+    store = dict(imports_of("rmqstore.store", MODULES["rmqstore.store"]))
+    assert "rmqstore.commit_log" in store and "rmqstore.recovery" in store  # `from . import recovery`
+    assert layer_of("rmqstore.spark.cli") == len(LAYERS) - 1 and layer_of("rmqstore.spark.rebuild") < layer_of(
+        "rmqstore.spark.cli")
+    assert layer_of("rmqstore.layout") == 0 and layer_of("rmqstore.nonexistent_module") is None
+    assert ("rmqstore.store_dir", "rmqstore.consume_queue") in upward_imports()  # a lazy import counts
