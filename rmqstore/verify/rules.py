@@ -118,7 +118,7 @@ __all__ = ["LogMap", "QueueOffsets", "record_keys", "unclean_shutdown", "not_a_s
            "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
            "record_problems", "recast", "TORN_TAIL", "CUT_OFF_TAIL", "log_short", "checkpoint_problems",
-           "strays_summary"]
+           "checkpoint_size", "checkpoint_unreadable", "strays_summary", "summary_line"]
 
 
 class LogMap:
@@ -250,8 +250,8 @@ def zero_file_inside_log(rel: str) -> Problem:
 
 
 def preallocated_segment(rel: str) -> Problem:
-    return Problem("preallocated_segment", rel, None, "all-zero commitlog file after the end of the log: "
-                   "pre-allocated by a writer that did not shut down cleanly (recovery deletes it)", WARNING)
+    return Problem("preallocated_segment", rel, None, "pre-allocated empty commitlog file after the end of the log "
+                   "(all zeros): left by a writer that did not shut down cleanly (recovery deletes it)", WARNING)
 
 
 def garbage_after_end(rel: str, pos: int, nz: int) -> Problem:
@@ -363,7 +363,24 @@ def log_short(past: list[int], data_end: int, segment_size: int | None, exists) 
                    + ("this file was cut short or zeroed" if there else "this commitlog file is missing"))
 
 
+def summary_line(p: Problem) -> str:
+    """A problem as one line of a summary (``rmqstore inspect``'s health): its message, after
+    the file it names (store-wide problems name no file: ``abort``, ``checkpoint``...)."""
+    return f"{p.where}: {p.message}" if "/" in p.path else p.message
+
+
 # -- checkpoint --------------------------------------------------------------------------------------------
+
+def checkpoint_size(size: int) -> Problem | None:
+    if size == CHECKPOINT_FILE_SIZE:
+        return None
+    return Problem("checkpoint", "checkpoint", None, f"the checkpoint file is {size} bytes; RocketMQ writes "
+                   f"{CHECKPOINT_FILE_SIZE}")
+
+
+def checkpoint_unreadable(error: str) -> Problem:
+    return Problem("checkpoint", "checkpoint", None, f"cannot read the checkpoint: {error}")
+
 
 def checkpoint_problems(*, present: bool, is_file: bool = True, size: int | None = None, value=None,
                         error: str | None = None, records: int = 0, max_store_ts: int = 0) -> list[Problem]:
@@ -375,12 +392,9 @@ def checkpoint_problems(*, present: bool, is_file: bool = True, size: int | None
                         "consume queues and the index were flushed", WARNING)] if records else []
     if size is None or not is_file:
         return [Problem("checkpoint", "checkpoint", None, "the checkpoint is not a readable file")]
-    out = []
-    if size != CHECKPOINT_FILE_SIZE:
-        out.append(Problem("checkpoint", "checkpoint", None, f"the checkpoint file is {size} bytes; RocketMQ writes "
-                           f"{CHECKPOINT_FILE_SIZE}"))
+    out = [p for p in [checkpoint_size(size)] if p is not None]
     if error is not None:
-        return out + [Problem("checkpoint", "checkpoint", None, f"cannot read the checkpoint: {error}")]
+        return out + [checkpoint_unreadable(error)]
     if value is not None and max_store_ts and value.physic_msg_timestamp > max_store_ts:
         out.append(Problem("checkpoint_ahead", "checkpoint", 0, f"physicMsgTimestamp {value.physic_msg_timestamp} "
                            f"is after the newest record's store time {max_store_ts}: records it counted as flushed "
