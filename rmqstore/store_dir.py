@@ -18,6 +18,10 @@ files:
   no file decides, explicit sizes are needed (``strict``), or -- for opening a store we were
   not told about -- RocketMQ's default ratio ``entries == 4 * slots`` is assumed.
 
+:func:`infer_config` reads the sizes strictly (files that disagree are refused: for opening
+a store); :func:`guess_sizes` takes the most common size of each kind (for examining a
+damaged store: ``rmqstore verify``).
+
 Which entries of a folder are files of the store:
 
 * commitlog and consume-queue files are named by the offset of their first byte, exactly

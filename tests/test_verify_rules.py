@@ -354,3 +354,29 @@ def test_rules_open_no_file(module):
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     imports = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     assert not ({"open", "os", "mmap"} & (names | imports)), module
+
+
+# -- sizes: one inference, in store_dir ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", ["basic", "flush_tsp", "crash"])
+def test_verify_guesses_the_sizes_open_store_infers(name):
+    from conftest import FIXTURES
+
+    from rmqstore.store_dir import StoreSizes, guess_sizes, infer_config
+
+    root = str(FIXTURES / name / "store")
+    assert guess_sizes(root) == StoreSizes.of(infer_config(root))
+
+
+def test_guessed_sizes_follow_the_most_common_file(tmp_path):
+    from rmqstore.store_dir import guess_sizes, most_common_size
+
+    assert most_common_size([3, 5, 5]) == 5 and most_common_size([3, 5], first=3) == 3
+    assert most_common_size([30, 40], prefer=lambda s: s % 20 == 0) == 40 and most_common_size([]) is None
+    for qid, size in (("0", 40), ("1", 40), ("2", 33)):
+        (tmp_path / "consumequeue" / "T" / qid).mkdir(parents=True)
+        (tmp_path / "consumequeue" / "T" / qid / ("0" * 20)).write_bytes(bytes(size))
+    (tmp_path / "index").mkdir()
+    (tmp_path / "index" / ("2" * 17)).write_bytes(bytes(40 + 84 * 3))
+    sizes = guess_sizes(str(tmp_path))
+    assert (sizes.commitlog, sizes.consume_queue, sizes.slots, sizes.entries) == (None, 40, 3, 12)

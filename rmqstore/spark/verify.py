@@ -36,7 +36,7 @@ right at the boundary, which the start finder rightly refuses -- that segment is
 again whole in a second, small round.  Clean stores never need it.
 
 A queue directory is one task, not one file: leading pre-blank units and the unit order run
-across the files of a queue (``_load_queue``), and a queue's files are few.
+across the files of a queue (:meth:`~rmqstore.verify.local.Verifier.load_queue`), and a queue's files are few.
 
 One rule set, not two.  Every decision and every message comes from the rules of
 :mod:`rmqstore.verify.rules` (and its ``queue_rules``, ``index_rules``): a task calls the

@@ -3,9 +3,10 @@
 A RocketMQ store holds one fact several times: a message's place in its queue is written
 in the commitlog record (topic, queue id, queue offset), again in the consume-queue unit
 that points at the record, and its keys once more in the index.  Nothing but the body is
-protected by a checksum, so damage shows up as a *disagreement* between copies.  This
-module walks all of them and reports each disagreement as a :class:`Problem` that names
-where (a file relative to the store root, and a byte position in it) and what.
+protected by a checksum, so damage shows up as a *disagreement* between copies.  Verify
+walks all of them and reports each disagreement as a
+:class:`~rmqstore.verify.report.Problem` that names where (a file relative to the store
+root, and a byte position in it) and what.
 
 What is checked, and why:
 
