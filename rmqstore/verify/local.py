@@ -21,7 +21,6 @@ too damaged to open can still be examined.
 
 from __future__ import annotations
 
-import bisect
 import mmap
 import os
 import struct
@@ -317,20 +316,6 @@ class Verifier(LogWalk):
         self.report.entries += check.usable - 1
 
     # -- units no record matched ------------------------------------------------------------------
-    def _record_index(self, phys: int) -> int | None:
-        i = bisect.bisect_left(self.starts, phys)
-        if i < len(self.starts) and self.starts[i] == phys:
-            return i
-        return None
-
-    def _segment_for(self, phys: int) -> tuple[int, MappedFile] | None:
-        i = bisect.bisect_right(self.seg_starts, phys) - 1
-        if i >= 0:
-            start, f = self.segments[i]
-            if phys - start < f.size:
-                return start, f
-        return None
-
     def log_start_or_none(self) -> int | None:
         return self.report.log_start if self.segments else None
 
@@ -349,8 +334,8 @@ class Verifier(LogWalk):
                 offset = unit[0]
                 target = None
                 if unit[1] > 0 and offset >= log_start and offset < self.data_end \
-                        and self._record_index(offset) is not None:
-                    seg = self._segment_for(offset)
+                        and self.record_at(offset) is not None:
+                    seg = self.segment_for(offset)
                     try:
                         rec = decode_record(seg[1].buf, offset - seg[0])
                     except CorruptRecordError:  # cannot happen: the walk decoded it

@@ -11,6 +11,7 @@ A mixin of :class:`rmqstore.verify.local.Verifier`, whose state it uses.
 
 from __future__ import annotations
 
+import bisect
 import os
 
 from ..dispatch import tags_code_of
@@ -22,6 +23,7 @@ from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
+from .files import MappedFile, QueueView
 
 __all__ = ["LogWalk"]
 
@@ -189,3 +191,19 @@ class LogWalk:
         self.note(*found)
         if found:
             self.reported_units.add(((q.topic, q.queue_id), n))
+
+    def record_at(self, phys: int) -> int | None:
+        """The number of the readable record that starts at ``phys``, or None."""
+        i = bisect.bisect_left(self.starts, phys)
+        if i < len(self.starts) and self.starts[i] == phys:
+            return i
+        return None
+
+    def segment_for(self, phys: int):
+        """(start, file) of the segment that holds ``phys``, or None."""
+        i = bisect.bisect_right(self.seg_starts, phys) - 1
+        if i >= 0:
+            start, f = self.segments[i]
+            if phys - start < f.size:
+                return start, f
+        return None
