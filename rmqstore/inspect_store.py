@@ -46,6 +46,7 @@ from .store_dir import count_nonzero, data_extents, list_store_files
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
 from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
 from .walk import End, walk_segment
+from .verify import rules
 
 __all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
            "message_info", "record_keys"]
@@ -291,40 +292,44 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
 
 
 def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list of independent checks
-    issues = []
+    """What looks wrong; a fault verify also finds is worded by its rule (:mod:`rmqstore.verify.rules`)."""
+    issues: list[str] = []
+
+    def say(*problems):  # faults verify also finds, in its words
+        issues.extend(rules.summary_line(p) for p in problems if p is not None)
+
     if info["abort"]:
-        issues.append("unclean shutdown (abort file present): the next start runs abnormal recovery")
+        say(rules.unclean_shutdown())
     lock = info["lock"]
     if lock.get("heldByPid"):
         issues.append(f"lock held by process {lock['heldByPid']}: a broker is running on this store")
     segs = info["commitlog"]["segments"]
-    strays = info["strays"]
+    strays = rules.strays_summary(info["strays"])
     if strays:
-        issues.append(f"{len(strays)} entr{'ies' if len(strays) > 1 else 'y'} in store folders not named like "
-                      f"store files, not read and left alone ({', '.join(strays[:3])})")
+        issues.append(strays)
     size = info["config"]["commitLogFileSize"]
-    odd = [s["file"] for s in segs if s["size"] != size]
-    if odd:
-        issues.append(f"{len(odd)} commitlog file(s) not {size} bytes ({', '.join(odd[:3])})")
+    say(*[rules.segment_size(f"commitlog/{s['file']}", s["size"], size) for s in segs if s["size"] != size][:3])
     for prev, seg in zip(segs, segs[1:]):
-        if seg["offset"] != prev["offset"] + size:
-            issues.append(f"commitlog files not contiguous: {seg['file']} after {prev['file']}")
+        gap = rules.segment_gap(f"commitlog/{seg['file']}", seg["offset"], prev["offset"] + size, size)
+        if gap:
+            say(gap[0])
             break
     after_end = [s for s in segs if not s["inStore"]]
     empty = [s["file"] for s in after_end if s["records"] == 0 and s["end"] == "unwritten" and not s.get("nonZeroAfterEnd")
              and s["dataEnd"] == 0]
-    if empty:
-        issues.append(f"{len(empty)} pre-allocated empty commitlog file(s) after the end of the log ({', '.join(empty[:3])})")
+    say(*[rules.preallocated_segment(f"commitlog/{name}") for name in empty[:3]])
     beyond = [s["file"] for s in after_end if s["file"] not in empty]
     if beyond:
         issues.append(f"commitlog file(s) with data after the end the store reads ({', '.join(beyond[:3])})")
     for s in segs:
+        rel, pos = f"commitlog/{s['file']}", s["dataEnd"]
         if s["end"] and s["end"].startswith("undecodable"):
-            issues.append(f"commitlog/{s['file']}: {s['end']}")
+            say(rules.undecodable_record(rel, pos, s["offset"] + pos, "the header's total size or magic code is not "
+                                         "a record's"))
         elif s["end"] == "file end without a blank":
-            issues.append(f"commitlog/{s['file']} ends without an END_OF_FILE blank")
-        elif s["blank"] is not None and not s["blank"]["reachesFileEnd"]:
-            issues.append(f"commitlog/{s['file']}: the blank does not reach the file end")
+            say(rules.no_blank(rel, pos, s["size"] - pos))
+        elif s["blank"] is not None:
+            say(rules.blank_size(rel, s["blank"]["pos"], s["blank"]["declaredSize"], s["size"]))
     data_end = max((s["offset"] + s["dataEnd"] for s in segs if s["inStore"]), default=0)
     if segs and data_end > max_off:
         issues.append(f"the store reads the log up to {max_off}, but records reach {data_end} (a record that fails "
@@ -340,10 +345,8 @@ def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list
         if last["endPhyOffset"] > max_off:
             issues.append(f"the index points up to {last['endPhyOffset']}, past the end of the log ({max_off})")
     cp = info["checkpoint"]
-    if cp.get("error"):
-        issues.append(f"checkpoint: {cp['error']}")
-    elif cp.get("exists") and cp.get("size") != 4096:
-        issues.append(f"checkpoint is {cp.get('size')} bytes, not 4096")
+    say(rules.checkpoint_unreadable(cp["error"]) if cp.get("error") else
+        rules.checkpoint_size(cp.get("size")) if cp.get("exists") else None)
     disk = info["disk"]
     if disk.get("usedRatio", 0) >= DISK_WARNING_RATIO:
         issues.append(f"disk {disk['usedRatio']:.0%} full: RocketMQ stops accepting messages above "

@@ -18,6 +18,10 @@ files:
   no file decides, explicit sizes are needed (``strict``), or -- for opening a store we were
   not told about -- RocketMQ's default ratio ``entries == 4 * slots`` is assumed.
 
+:func:`infer_config` reads the sizes strictly (files that disagree are refused: for opening
+a store); :func:`guess_sizes` takes the most common size of each kind (for examining a
+damaged store: ``rmqstore verify``).
+
 Which entries of a folder are files of the store:
 
 * commitlog and consume-queue files are named by the offset of their first byte, exactly
@@ -49,7 +53,8 @@ import os
 import re
 import stat
 from array import array
-from dataclasses import dataclass, replace
+from collections import Counter
+from dataclasses import dataclass, field, replace
 
 from .config import StoreConfig
 from .errors import CorruptRecordError, StoreError
@@ -62,7 +67,8 @@ __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "cons
            "index_dimensions", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
            "parse_file_name", "grid_problem", "data_extents", "data_in", "first_nonzero", "count_nonzero",
            "file_is_all_zero", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
-           "index_file_dimensions", "index_size"]
+           "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
+           "readable_store_files", "queue_folders", "default_index_dimensions"]
 
 #: the largest file RocketMQ maps (``MappedFile.fileSize`` and the configured sizes are ``int``)
 MAX_FILE_SIZE = 2**31 - 1
@@ -347,6 +353,78 @@ def consume_queue_file_size(root: str) -> int | None:
     return None
 
 
+@dataclass(frozen=True)
+class StoreSizes:
+    """What a reader of the files needs besides the files: the commitlog segment size, the
+    consume-queue file size, the index slots and entries (None: not told) and the delay
+    levels that fix tags codes on ``SCHEDULE_TOPIC_XXXX`` (from the configuration)."""
+
+    commitlog: int | None = None
+    consume_queue: int | None = None
+    slots: int | None = None
+    entries: int | None = None
+    delay_levels: dict = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, config: StoreConfig) -> "StoreSizes":
+        return cls(config.mapped_file_size_commit_log, config.mapped_file_size_consume_queue,
+                   config.max_hash_slot_num, config.max_index_num, config.delay_level_table())
+
+
+def most_common_size(sizes: list[int], prefer=None, first: int | None = None) -> int | None:
+    """The most common of ``sizes`` (ties: one ``prefer`` accepts, then ``first``, then the largest)."""
+    if not sizes:
+        return None
+    counts = Counter(sizes)
+    best = max(counts.values())
+    tied = [s for s, c in counts.items() if c == best]
+    if prefer is not None and any(prefer(s) for s in tied):
+        tied = [s for s in tied if prefer(s)]
+    if first in tied:
+        return first
+    return max(tied)
+
+
+def readable_store_files(directory, kind: str = "segment") -> FolderListing:
+    """:func:`list_store_files`, with a folder that cannot be listed as an empty one."""
+    try:
+        return list_store_files(directory, kind)
+    except StoreError:
+        return FolderListing(os.fspath(directory))
+
+
+def _names(path: str) -> list[str]:
+    try:
+        return sorted(os.listdir(path))
+    except OSError:
+        return []
+
+
+def queue_folders(root: str):
+    """Every directory two levels under ``consumequeue/`` (where consume-queue files are), whatever its name."""
+    base = os.path.join(root, "consumequeue")
+    for topic in _names(base):
+        for qid in _names(os.path.join(base, topic)):
+            yield os.path.join(base, topic, qid)
+
+
+def guess_sizes(root: str) -> StoreSizes:
+    """The sizes the files show, tolerant of odd files (a damaged store's): the most common size
+    of each kind.  The commitlog size is told only by files that hold a record
+    (:func:`holds_record`); the consume-queue size prefers whole 20-byte units; index
+    dimensions come from the most common size that RocketMQ's default ratio fits
+    (:func:`default_index_dimensions`).  :func:`infer_config` is the strict counterpart."""
+    seg = [f.size for f in readable_store_files(os.path.join(root, "commitlog")).files
+           if f.size > 8 and holds_record(f.path, f.size)]
+    cq = [f.size for qdir in queue_folders(root) for f in readable_store_files(qdir).files]
+    idx = [f.size for f in readable_store_files(os.path.join(root, "index"), "index").files]
+    dims = default_index_dimensions(most_common_size([s for s in idx if default_index_dimensions(s)])
+                                    or 0) or (None, None)
+    return StoreSizes(most_common_size(seg, first=seg[0] if seg else None),
+                      most_common_size(cq, prefer=lambda s: s > 0 and s % 20 == 0), *dims,
+                      delay_levels=StoreConfig().delay_level_table())
+
+
 _HEADER_SIZE = INDEX_HEADER.size  # 40
 _ENTRY_SIZE = INDEX_ENTRY.size  # 20
 _PHY_AT = INDEX_ENTRY.offsets["phy_offset"]
@@ -521,11 +599,19 @@ def _pick_dimensions(d, size, candidates, slots, entries, strict) -> tuple[int, 
                else f"{len(candidates)} (slots, entries) fit them")
         raise StoreError(f"{d}: cannot tell the index files' slots and entries ({size} bytes; {why}); "
                          "give max_hash_slot_num and max_index_num explicitly")
-    if candidates is None and size >= _HEADER_SIZE + _DEFAULT_SLOT_SHARE and not (size - _HEADER_SIZE) % _DEFAULT_SLOT_SHARE:
-        n = (size - _HEADER_SIZE) // _DEFAULT_SLOT_SHARE  # RocketMQ's defaults keep entries == 4 * slots
-        return n, 4 * n
+    if candidates is None and default_index_dimensions(size):
+        return default_index_dimensions(size)
     raise StoreError(f"{d}: index files of {size} bytes do not tell their slots and entries; "
                      "give max_hash_slot_num and max_index_num explicitly")
+
+
+def default_index_dimensions(size: int) -> tuple[int, int] | None:
+    """``(slots, entries)`` of a ``size``-byte index file with RocketMQ's default ratio
+    ``entries == 4 * slots``, or None when no such file has that size."""
+    if size >= _HEADER_SIZE + _DEFAULT_SLOT_SHARE and not (size - _HEADER_SIZE) % _DEFAULT_SLOT_SHARE:
+        n = (size - _HEADER_SIZE) // _DEFAULT_SLOT_SHARE  # (a slot and four entries)
+        return n, 4 * n
+    return None
 
 
 def infer_config(root: str, base: StoreConfig | None = None, *, cq_file_size: int | None = None,

@@ -36,17 +36,20 @@ right at the boundary, which the start finder rightly refuses -- that segment is
 again whole in a second, small round.  Clean stores never need it.
 
 A queue directory is one task, not one file: leading pre-blank units and the unit order run
-across the files of a queue (``_load_queue``), and a queue's files are few.
+across the files of a queue (:meth:`~rmqstore.verify.local.Verifier.load_queue`), and a queue's files are few.
 
-One rule set, not two.  Every decision and every message comes from the methods of
-``rmqstore.verify._Verifier``: a task builds a throwaway verifier holding only the small
-metadata it needs (queue bounds, index headers, segment names, damaged regions) and calls
-the same method the single-process walk calls (``_walk_segment``, ``_load_queue``,
-``_check_index_file``, ``_compare_unit``, ``_queue_offset_step``, ``_check_record_index``,
-``_forward_unit``, ``_unit_points_elsewhere``, ``_unresolved_entry``), and the driver
-subclass answers the single-process walk's questions (how did this segment end?  is the
-rest of the file zero?) from the task summaries.  So the reports are *equal*: the same
-problems with the same messages, the same counters; no message differs.
+One rule set, not two.  Every decision and every message comes from the rules of
+:mod:`rmqstore.verify.rules` (and its ``queue_rules``, ``index_rules``): a task calls the
+same pure rule the single-process walk calls, on facts it read (a unit and the record it
+points at, a record and the index entries at its offset, a stray unit and what lies where
+it points) plus the small metadata of its store (where segments and damaged regions lie,
+queue bounds, index headers).  The per-file reads run the local driver's own code in the
+task (:meth:`~rmqstore.verify.local.Verifier.walk_segment`,
+:meth:`~rmqstore.verify.local.Verifier.load_queue`,
+:meth:`~rmqstore.verify.local.Verifier.check_index_file`), and the driver subclass of
+:class:`~rmqstore.verify.local.Verifier` answers the single-process walk's questions (how
+did this segment end?  is the rest of the file zero?) from the task summaries.  So the
+reports are *equal*: the same problems with the same messages, the same counters.
 
 Order and the per-kind cap.  The single-process report lists problems in the order its walk
 finds them, and at most ``max_problems_per_kind`` of a kind (the rest are counted in
@@ -70,13 +73,17 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..dispatch import tags_code_of
+from ..layout import INDEX_HEADER
 from ..properties import string_to_properties
 from ..ranges import find_record_start
+from ..store_dir import StoreSizes, grid_problem, parse_file_name, readable_store_files
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ..verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
+from ..verify import index_rules as ir
+from ..verify import queue_rules as qr
+from ..verify import rules
+from ..verify.files import MappedFile, QueueView
 from .commitlog_source import DEFAULT_SPLIT
-from ..store_dir import grid_problem, parse_file_name
-from ..verify import (ERROR, _DETAIL_CAP, _IndexFile, _files, _MappedFile, _prepare, _Queue, _record_keys, _Sizes,
-                      _Verifier, VerifyReport)
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
 
@@ -101,66 +108,59 @@ class _Context:
     """The small metadata of one store that the cross checks need, shipped to every task."""
 
     root: str
-    sizes: _Sizes
+    sizes: StoreSizes
     cq_ext: bool
     queues: dict = field(default_factory=dict)  # (topic, qid) -> (rel, min, max)
-    index_files: list = field(default_factory=list)  # (rel, 40-byte header, usable)
-    index_range: tuple = (None, None)
+    index_files: list = field(default_factory=list)  # rmqstore.verify.index_rules.IndexFileFacts
     segments: list = field(default_factory=list)  # (start, rel, size)
     corrupt_regions: list = field(default_factory=list)
     data_end: int = 0
-    log_start: int = 0
+    log_start: int | None = None  # None: the log has no segment
     cq_horizon: int = -1
     reported_units: set = field(default_factory=set)
     forward_pointed: set = field(default_factory=set)  # offsets a stray unit points at (no reverse check)
 
 
-def _stub(ctx: _Context) -> _Verifier:
-    """A verifier holding only ``ctx``: the shared rules run on it inside a task (no cap)."""
-    v = _Verifier(ctx.root, ctx.sizes, None, _NO_CAP)
-    v.cq_ext = ctx.cq_ext
-    for (topic, qid), (rel, lo, hi) in ctx.queues.items():
-        q = _Queue(topic, qid, rel)
-        q.min, q.max = lo, hi
-        v.queues[(topic, qid)] = q
-    for number, (rel, header, usable) in enumerate(ctx.index_files):
-        ix = _IndexFile(rel, header, number)
-        ix.usable = usable
-        v.index_files.append(ix)
-    v.index_range = ctx.index_range
-    v.segments = [(start, _MappedFile("", rel, size, b"")) for start, rel, size in ctx.segments]
-    v._seg_starts = [start for start, _, _ in ctx.segments]
-    v.corrupt_regions = ctx.corrupt_regions
-    v.data_end = ctx.data_end
-    v.report.log_start = ctx.log_start
-    v.cq_horizon = ctx.cq_horizon
-    v.reported_units = ctx.reported_units
+class _Views:
+    """What the rules take about one store, built once per task from its :class:`_Context`."""
+
+    def __init__(self, ctx: _Context):
+        self.ctx = ctx
+        self.log = rules.LogMap(ctx.segments, ctx.corrupt_regions)
+        self.index = ir.IndexMap(ctx.index_files, ctx.sizes.slots)
+        self.cq_size = ctx.sizes.consume_queue or 6_000_000
+
+    def unit_place(self, key: tuple[str, int], n: int) -> tuple[str, int]:
+        return qr.unit_place(self.ctx.queues[key][0], n, self.cq_size)
+
+
+def _views(cache: dict, ctxs, sid: int) -> _Views:
+    v = cache.get(sid)
+    if v is None:
+        v = cache[sid] = _Views(ctxs[sid])
     return v
 
 
-def _drain(v: _Verifier, order: tuple):
-    """The problems ``v`` found since the last drain, each as ("problem", order, i, Problem)."""
-    found = v.report.problems[:]
-    v.report.problems.clear()
-    return [("problem", order, i, p) for i, p in enumerate(found)]
+def _found(sid: int, order: tuple, problems) -> list:
+    """Problems a rule found, as rows (sid, "problem", order, i, Problem)."""
+    return [(sid, "problem", order, i, p) for i, p in enumerate(p for p in problems if p is not None)]
 
 
 # -- tasks: one file or one directory each ------------------------------------------------------------
 
-class _SegmentWalker(_Verifier):
+class _SegmentWalker(Verifier):
     """The single-process walk of one segment, keeping each record's facts for the joins."""
 
-    def __init__(self, root: str, sizes: _Sizes, sid: int, with_keys: bool):
+    def __init__(self, root: str, sizes: StoreSizes, sid: int, with_keys: bool):
         super().__init__(root, sizes, None, _NO_CAP)
         self.sid, self.with_keys = sid, with_keys
         self.facts: list[tuple] = []
-        self.queue_next = {}
 
-    def _check_record(self, phys, rel, pos, rec, delay_levels) -> None:
-        super()._check_record(phys, rel, pos, rec, delay_levels)
+    def check_record(self, phys, rel, pos, rec, delay_levels) -> None:
+        super().check_record(phys, rel, pos, rec, delay_levels)
         self.unbacked.clear()  # no queues here: the joins decide which records have units
         props = string_to_properties(rec.properties)
-        keys = sorted(_record_keys(rec.topic, props)) if self.with_keys else []
+        keys = sorted(rules.record_keys(rec.topic, props)) if self.with_keys else []
         self.facts.append((self.sid, phys, rel, pos, rec.topic, rec.queue_id, rec.queue_offset, rec.sys_flag,
                            rec.sys_flag & TRANSACTION_MASK, rec.total_size, rec.store_timestamp,
                            tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels), keys))
@@ -171,7 +171,7 @@ def _range_task(spec):
     (sid, rel, a, summary or None, record facts).  The whole segment is the range (0, size)."""
     sid, root, sizes, with_keys, path, a, b = spec
     v = _SegmentWalker(root, sizes, sid, with_keys)
-    with v._stack:
+    with v.stack:
         f = v.open(path)
         if f is None:
             return sid, v.rel(path), a, None, []
@@ -181,7 +181,7 @@ def _range_task(spec):
         begin = 0 if a == 0 else find_record_start(f.buf, base, a, b)
         v.data_end = None
         state = ("none",) if begin is None else \
-            v._walk_segment(base, f, sizes.commitlog, begin, None if last else b)
+            v.walk_segment(base, f, sizes.commitlog, begin, None if last else b)
         at = state[1] if state[0] in ("unwritten", "range_end") else None
         summary = {
             # the queue-offset check runs across segments, in the joins
@@ -239,10 +239,10 @@ def _merge_ranges(ranges: list[dict], taken: list[int]) -> dict:
 def _queue_task(spec):
     """Read one queue directory: (sid, qorder, summary, units in [min, max))."""
     sid, qorder, root, sizes, topic, qid, qdir = spec
-    v = _Verifier(root, sizes, None, _NO_CAP)
-    with v._stack:
-        q = _Queue(topic, qid, v.rel(qdir))
-        ok = v._load_queue(q, qdir, sizes.consume_queue)
+    v = Verifier(root, sizes, None, _NO_CAP)
+    with v.stack:
+        q = QueueView(topic, qid, v.rel(qdir))
+        ok = v.load_queue(q, qdir, sizes.consume_queue)
         units = []
         if ok:
             for n in q.present_units():
@@ -258,13 +258,13 @@ def _queue_task(spec):
 def _index_task(spec):
     """Check one index file: (sid, rel, summary or None, entries as (phy, n, hash, time diff))."""
     sid, root, sizes, path = spec
-    v = _Verifier(root, sizes, None, _NO_CAP)
-    with v._stack:
+    v = Verifier(root, sizes, None, _NO_CAP)
+    with v.stack:
         f = v.open(path)
         if f is None or f.size < 40:
             return sid, v.rel(path), None, []
-        ix = _IndexFile(f.rel, f.buf, 0)
-        v._check_index_file(ix, f.size, sizes.slots, sizes.entries)
+        ix = ir.IndexFileFacts.of(f.rel, INDEX_HEADER.unpack_from(f.buf))
+        v.check_index_file(ix, f, sizes.slots, sizes.entries)
         entries = [(phy, n, h, td) for phy, at in v.idx_at.items() for _, n, h, td in at]
         return sid, f.rel, {"problems": list(v.report.problems), "usable": ix.usable,
                             "entries": v.report.entries}, entries
@@ -272,10 +272,10 @@ def _index_task(spec):
 
 # -- the driver side of one store -------------------------------------------------------------------
 
-class _SparkVerifier(_Verifier):
+class _SparkVerifier(Verifier):
     """The single-process verifier with its per-file walks answered from task summaries."""
 
-    def __init__(self, root: str, sizes: _Sizes, cap: int, prepared: list):
+    def __init__(self, root: str, sizes: StoreSizes, cap: int, prepared: list):
         super().__init__(root, sizes, None, _NO_CAP)  # the cap is applied at the end, in the walk's order
         self.final_cap, self.prepared = cap, prepared
         self.segment_results: dict[str, dict] = {}
@@ -311,16 +311,16 @@ class _SparkVerifier(_Verifier):
             self.stamp = (4, start, -1)  # a segment's file checks come before its records
         return super().open(path)
 
-    def _nonzero_from(self, f: _MappedFile, pos: int) -> int | None:
+    def nonzero_from(self, f: MappedFile, pos: int) -> int | None:
         res = self.segment_results.get(f.rel)
         if res is None:  # no task could read it: ask the file here
-            return super()._nonzero_from(f, pos)
+            return super().nonzero_from(f, pos)
         return res["nonzero_from_0"] if pos == 0 else res["nonzero_after_end"]
 
-    def _walk_segment(self, start: int, f: _MappedFile, seg_size: int):
+    def walk_segment(self, start: int, f: MappedFile, seg_size: int):
         res = self.segment_results.get(f.rel)
         if res is None:
-            return super()._walk_segment(start, f, seg_size)
+            return super().walk_segment(start, f, seg_size)
         for p in res["problems"]:
             self.stamp = (4, start + (p.offset or 0), 0)
             self.add(p.kind, p.path, p.offset, p.message, p.severity)
@@ -335,10 +335,10 @@ class _SparkVerifier(_Verifier):
             return ("corrupt", len(self.report.problems) - 1)
         return (res["state"], res["at"]) if res["state"] == "unwritten" else (res["state"],)
 
-    def _check_index_file(self, ix: _IndexFile, size: int, slots: int, num: int) -> None:
+    def check_index_file(self, ix: ir.IndexFileFacts, f: MappedFile, slots: int, num: int) -> None:
         res = self.index_results.get(ix.rel)
         if res is None:
-            return super()._check_index_file(ix, size, slots, num)
+            return super().check_index_file(ix, f, slots, num)
         self.replay(res["problems"])
         ix.usable = res["usable"]
         self.report.entries += res["entries"]
@@ -347,9 +347,9 @@ class _SparkVerifier(_Verifier):
         return _Context(
             self.root, self.sizes, self.cq_ext,
             {key: (q.rel, q.min, q.max) for key, q in self.queues.items()},
-            [(ix.rel, bytes(ix.buf[:40]), ix.usable) for ix in self.index_files], self.index_range,
-            [(start, f.rel, f.size) for start, f in self.segments], list(self.corrupt_regions), self.data_end,
-            self.report.log_start if self.segments else 0, self.cq_horizon, set(self.reported_units))
+            list(self.index_files), [(start, f.rel, f.size) for start, f in self.segments],
+            list(self.corrupt_regions), self.data_end, self.log_start_or_none(), self.cq_horizon,
+            set(self.reported_units))
 
 
 # -- the run over several stores ------------------------------------------------------------------------
@@ -387,7 +387,7 @@ class _Run:
                  self.forward, self.reverse, self.unresolved_entries, self.finish]
         with ExitStack() as stack:
             for v in self.vs:
-                stack.enter_context(v._stack)
+                stack.enter_context(v.stack)
             try:
                 for i, step in enumerate(steps):
                     step()
@@ -410,7 +410,7 @@ class _Run:
             base = os.path.join(v.root, "consumequeue")
             if os.path.isdir(base):
                 v.stamp = (2, len(specs), 0)  # odd directory entries come before the queue after them
-                for topic, qid, qdir in v._queue_dirs(base):
+                for topic, qid, qdir in v.queue_dirs(base):
                     specs.append((sid, len(specs), v.root, v.sizes, topic, qid, qdir))
                     v.stamp = (2, len(specs), 0)
         rdd = self._tasks(_queue_task, specs, [_dir_bytes(s[-1]) for s in specs])
@@ -420,7 +420,7 @@ class _Run:
             v.replay(res["problems"])
             if res["ok"]:
                 topic, qid = specs[qorder][4:6]
-                q = _Queue(topic, qid, res["rel"])
+                q = QueueView(topic, qid, res["rel"])
                 q.min, q.max, q.horizon = res["min"], res["max"], res["horizon"]
                 v.queues[(topic, qid)] = q
                 v.report.units += res["units"]
@@ -436,7 +436,7 @@ class _Run:
         for sid, v in enumerate(self.vs):
             d = os.path.join(v.root, "index")
             if v.sizes.slots and os.path.isdir(d):
-                specs += [(sid, v.root, v.sizes, f.path) for f in _files(d, "index").files]
+                specs += [(sid, v.root, v.sizes, f.path) for f in readable_store_files(d, "index").files]
         rdd = self._tasks(_index_task, specs, [_file_bytes(s[-1]) for s in specs])
         for sid, rel, res, _ in rdd.map(lambda r: r[:3] + (None,)).collect():
             if res is not None:
@@ -444,7 +444,7 @@ class _Run:
         for v in self.vs:
             v.stamp = (3,)
             v.load_index()
-        numbers = {(sid, ix.rel): ix.number for sid, v in enumerate(self.vs) for ix in v.index_files}
+        numbers = {(sid, ix.rel): number for sid, v in enumerate(self.vs) for number, ix in enumerate(v.index_files)}
         rows = rdd.flatMap(lambda r: [(r[0], phy, numbers[(r[0], r[1])], n, h, td) for phy, n, h, td in r[3]]
                            if (r[0], r[1]) in numbers else [])
         self.entries = self._persist(self._frame(rows, ENTRIES_SCHEMA))
@@ -455,7 +455,7 @@ class _Run:
         for sid, v in enumerate(self.vs):
             cl = os.path.join(v.root, "commitlog")
             if v.sizes.commitlog and v.sizes.commitlog > 8 and os.path.isdir(cl):
-                for f in _files(cl).files:
+                for f in readable_store_files(cl).files:
                     if grid_problem(f.offset, v.sizes.commitlog) is not None:
                         continue  # reported by the walk on the driver, never read
                     specs += [(sid, v.root, v.sizes, bool(v.index_files), f.path, a, a + self.split)
@@ -556,7 +556,7 @@ class _Run:
             .join(backed, (F.col("tsid") == F.col("msid")) & (F.col("tphys") == F.col("mphys")), "left")
         ctxs = self.ctxs
         out = joined.rdd.mapPartitions(lambda it: _forward(ctxs, it)).collect()
-        self._sort_out(out, 6, "_report_expired_units",
+        self._sort_out(out, 6, qr.expired_units,
                        {"pointed": "forward_pointed", "blamed": "blamed_records", "reported": "reported_units"})
         self.ctxs = [v.context() for v in self.vs]
         for v, ctx in zip(self.vs, self.ctxs):
@@ -589,7 +589,7 @@ class _Run:
         for sid, v in enumerate(self.vs):
             v.stamp = (8,)
             groups = sorted(by_store.get(sid, []), key=lambda g: g[1][3][0])
-            v._report_unbacked(dict(groups), undispatched.get(sid))
+            v.report_unbacked(dict(groups), undispatched.get(sid))
 
     # -- index entries that point at no record ---------------------------------------------------------------
     def unresolved_entries(self) -> None:
@@ -601,11 +601,11 @@ class _Run:
         left = left.withColumn("first", first)
         ctxs = self.ctxs
         out = left.rdd.mapPartitions(lambda it: _unresolved(ctxs, it)).collect()
-        self._sort_out(out, 9, "_report_expired_entries")
+        self._sort_out(out, 9, ir.expired_entries)
 
-    def _sort_out(self, out, phase: int, report_expired: str, marks: dict[str, str] | None = None) -> None:
+    def _sort_out(self, out, phase: int, report_expired, marks: dict[str, str] | None = None) -> None:
         """Rows ``(sid, tag, *rest)`` of a pointer check (units forward, index entries) back to their
-        verifiers: counts of expired pointers (reported per store, by the ``report_expired`` method),
+        verifiers: counts of expired pointers (reported per store, by the ``report_expired`` rule),
         offsets past the end, ``marks`` (tag -> the verifier's set to add ``rest[0]`` to), and problems."""
         marks = marks or {}
         expired = [0] * len(self.vs)
@@ -623,7 +623,7 @@ class _Run:
         self._add_rows(phase, problems)
         for sid, v in enumerate(self.vs):
             v.stamp = (phase, _LAST)
-            getattr(v, report_expired)(expired[sid], v.report.log_start if v.segments else 0)
+            v.note(report_expired(expired[sid], v.report.log_start if v.segments else 0))
 
     def finish(self) -> None:
         for v in self.vs:
@@ -643,97 +643,97 @@ def _file_bytes(path: str) -> int:
 
 
 def _dir_bytes(path: str) -> int:
-    return sum(f.size for f in _files(path).files)
+    return sum(f.size for f in readable_store_files(path).files)
 
 
 # -- partition functions (run in tasks) -----------------------------------------------------------------
 
 def _queue_gaps(ctxs, rows):
-    stubs: dict[int, _Verifier] = {}
+    lines: dict[int, rules.QueueOffsets] = {}
     for row in rows:
-        v = stubs.get(row.sid)
-        if v is None:
-            v = stubs[row.sid] = _stub(ctxs[row.sid])
-            v.queue_next = {}
-        v._queue_offset_step(row.phys, row.rel, row.pos, (row.topic, row.qid), row.qo)
-        for got in _drain(v, (row.phys, 2)):  # at one record: its walk checks (0), queue offset (2), unit (3), index (4)
-            yield (row.sid, *got)
+        line = lines.get(row.sid) or lines.setdefault(row.sid, rules.QueueOffsets())
+        # at one record: its walk checks (0), queue offset (2), unit (3), index (4)
+        yield from _found(row.sid, (row.phys, 2), [line.step(row.phys, row.rel, row.pos, (row.topic, row.qid), row.qo)])
 
 
 def _compare(ctxs, rows):
-    stubs: dict[int, _Verifier] = {}
+    cache: dict[int, _Views] = {}
     for row in rows:
-        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        views = _views(cache, ctxs, row.sid)
         key = (row.topic, row.qid)
-        v.reported_units = set()  # what this comparison reports
-        v._compare_unit(v.queues[key], row.n, (row.offset, row.usize, row.tags), row.size, row.want, row.phys,
-                        row.rel, row.pos)
-        for got in _drain(v, (row.phys, 3)):
-            yield (row.sid, *got)
-        for reported in v.reported_units:
-            yield row.sid, "reported", reported
+        cq_rel, upos = views.unit_place(key, row.n)
+        found = qr.unit_vs_record(cq_rel, upos, row.n, row.topic, row.qid, (row.offset, row.usize, row.tags),
+                                  row.size, row.want, row.phys, row.rel, row.pos, views.ctx.cq_ext)
+        yield from _found(row.sid, (row.phys, 3), found)
+        if found:
+            yield row.sid, "reported", (key, row.n)
 
 
 def _record_index(ctxs, rows):
-    stubs: dict[int, _Verifier] = {}
+    cache: dict[int, _Views] = {}
     for row in rows:
-        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
+        views = _views(cache, ctxs, row.sid)
         entries = [tuple(e) for e in row.entries] if row.entries else None
-        v._check_record_index(row.phys, row.rel, row.pos, row.topic, row.txn, row.ts, set(row.keys), entries)
-        for got in _drain(v, (row.phys, 4)):
-            yield (row.sid, *got)
+        # records outside every index file are not looked at here (has_index False)
+        found, _ = ir.record_index(views.index, row.phys, row.rel, row.pos, row.topic, row.txn, row.ts, set(row.keys),
+                                   entries, has_index=False, cq_horizon=views.ctx.cq_horizon)
+        yield from _found(row.sid, (row.phys, 4), found)
+
+
+def _verdict_rows(sid: int, order: tuple, verdict, offset: int, unit_key=None):
+    """A reference's verdict as rows: its problems, then what it tells the later checks."""
+    yield from _found(sid, order, verdict.problems)
+    if verdict.past_end:
+        yield sid, "past_end", offset
+    if verdict.pointed:
+        yield sid, "pointed", offset
+    if verdict.blamed:
+        yield sid, "blamed", offset
+    if verdict.reported:
+        yield sid, "reported", unit_key
 
 
 def _forward(ctxs, rows):
-    stubs: dict[int, _Verifier] = {}
+    cache: dict[int, _Views] = {}
     expired: dict[int, int] = {}
     for row in rows:
-        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
-        ctx = ctxs[row.sid]
+        views = _views(cache, ctxs, row.sid)
+        ctx = views.ctx
         key = (row.topic, row.qid)
         target = None
-        if row.tphys is not None and row.offset >= ctx.log_start and row.offset < ctx.data_end:
+        if row.tphys is not None and row.offset >= (ctx.log_start or 0) and row.offset < ctx.data_end:
             target = (row.rel, row.pos, (row.ttopic, row.tqid, row.qo), row.sys_flag,
                       not (row.dispatched and row.mphys is None))
-        pointed, blamed, reported = len(v.forward_pointed), len(v.blamed_records), len(v.reported_units)
-        expired[row.sid] = expired.get(row.sid, 0) + v._forward_unit(key, v.queues[key], row.n,
-                                                                    (row.offset, row.usize, row.tags),
-                                                                    ctx.log_start, target)
-        for got in _drain(v, (row.qorder, row.n)):
-            yield (row.sid, *got)
-        for off in v.past_end:
-            yield row.sid, "past_end", off
-        v.past_end.clear()
-        if len(v.forward_pointed) > pointed:
-            yield row.sid, "pointed", row.offset
-        if len(v.blamed_records) > blamed:
-            yield row.sid, "blamed", row.offset
-        if len(v.reported_units) > reported:
-            yield row.sid, "reported", (key, row.n)
+        cq_rel, upos = views.unit_place(key, row.n)
+        verdict = qr.stray_unit(cq_rel, upos, row.n, row.topic, row.qid, (row.offset, row.usize, row.tags),
+                                log_start=ctx.log_start, data_end=ctx.data_end, target=target, log=views.log)
+        expired[row.sid] = expired.get(row.sid, 0) + verdict.expired
+        yield from _verdict_rows(row.sid, (row.qorder, row.n), verdict, row.offset, (key, row.n))
     for sid, n in expired.items():
         yield sid, "expired", n
 
 
 def _reverse(ctxs, rows):
-    stubs: dict[int, _Verifier] = {}
+    cache: dict[int, _Views] = {}
     for row in rows:
-        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
-        ctx = ctxs[row.sid]
+        views = _views(cache, ctxs, row.sid)
+        ctx = views.ctx
         if row.phys >= ctx.cq_horizon:
             yield ("undispatched", row.sid), ("undispatched", (1, row.phys))
             continue
         key = (row.topic, row.qid)
-        q = v.queues.get(key)
-        if q is not None and q.min <= row.qo < q.max:
+        q = ctx.queues.get(key)
+        if q is not None and q[1] <= row.qo < q[2]:
             if (key, row.qo) in ctx.reported_units:
                 continue  # that unit's problem is already reported
             if row.uoff is not None:
-                v._unit_points_elsewhere(row.phys, row.rel, row.pos, key, row.qo, row.uoff)
-                for got in _drain(v, (row.phys,)):
-                    yield ("problem", row.sid, row.phys, got[2]), ("problem", (row.sid, *got))
+                p = qr.unit_points_elsewhere(row.phys, row.rel, row.pos, key, row.qo, *views.unit_place(key, row.qo),
+                                             row.uoff)
+                yield ("problem", row.sid, row.phys, 0), ("problem", (row.sid, "problem", (row.phys,), 0, p))
                 continue
         first = (row.phys, row.rel, row.pos, key, row.qo)
-        yield ("missing", row.sid, v._unit_file(key, row.qo)), ("missing", (1, row.qo, row.qo, first))
+        yield (("missing", row.sid, qr.unit_file(key, row.qo, views.cq_size, q[0] if q is not None else None)),
+               ("missing", (1, row.qo, row.qo, first)))
 
 
 def _merge_unbacked(a, b):
@@ -747,24 +747,21 @@ def _merge_unbacked(a, b):
 
 
 def _unresolved(ctxs, rows):
-    stubs: dict[int, _Verifier] = {}
+    cache: dict[int, _Views] = {}
     expired: dict[int, int] = {}
     for row in rows:
-        v = stubs.get(row.sid) or stubs.setdefault(row.sid, _stub(ctxs[row.sid]))
-        expired[row.sid] = expired.get(row.sid, 0) + v._unresolved_entry(row.phy, row.fnum, row.n,
-                                                                          ctxs[row.sid].log_start)
-        for got in _drain(v, (row.first.fnum, row.first.n, row.fnum, row.n)):
-            yield (row.sid, *got)
-        for off in v.past_end:
-            yield row.sid, "past_end", off
-        v.past_end.clear()
+        views = _views(cache, ctxs, row.sid)
+        verdict = ir.unresolved_entry(views.index, row.phy, row.fnum, row.n, log_start=views.ctx.log_start,
+                                      data_end=views.ctx.data_end, log=views.log)
+        expired[row.sid] = expired.get(row.sid, 0) + verdict.expired
+        yield from _verdict_rows(row.sid, (row.first.fnum, row.first.n, row.fnum, row.n), verdict, row.phy)
     for sid, n in expired.items():
         yield sid, "expired", n
 
 
 # -- the entry point ----------------------------------------------------------------------------------------
 
-def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CAP, split_size: int = DEFAULT_SPLIT,
+def verify(spark, paths, *, config=None, max_problems_per_kind: int = DETAIL_CAP, split_size: int = DEFAULT_SPLIT,
            progress: Callable[[int, int], None] | None = None):
     """Verify one store or several on Spark; equal to :func:`rmqstore.verify.verify` on each.
 
@@ -778,7 +775,7 @@ def verify(spark, paths, *, config=None, max_problems_per_kind: int = _DETAIL_CA
     single = isinstance(paths, (str, os.PathLike)) or hasattr(paths, "root")
     verifiers = []
     for target in ([paths] if single else list(paths)):
-        root, sizes, problems = _prepare(target, config)
+        root, sizes, problems = prepare(target, config)
         verifiers.append(_SparkVerifier(root, sizes, max_problems_per_kind, problems))
     reports = _Run(spark, verifiers, split_size).run(progress)
     return reports[0] if single else reports

@@ -1,0 +1,143 @@
+"""Reading a store's files for verify: read-only maps, zero scans that skip holes, decoded views.
+
+The I/O half of verify, shared by its drivers (:mod:`rmqstore.verify.local` and
+:mod:`rmqstore.spark.verify`): files are opened ``O_RDONLY`` and mapped ``ACCESS_READ``;
+nothing is created, truncated, locked or deleted.  The rules (:mod:`rmqstore.verify.rules`)
+see what these views decode, never a file.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+from ..layout import INDEX_ENTRY
+from .queue_rules import CQ_UNIT, unit_place
+
+__all__ = ["MappedFile", "QueueView", "EntryTable", "UNIT", "first_nonzero", "last_nonzero_end", "rel_path"]
+
+UNIT = struct.Struct(">qiq")
+_ENTRY = INDEX_ENTRY.struct
+_CHUNK = 1 << 20
+_ZERO_CHUNK = bytes(_CHUNK)
+
+
+def rel_path(root: str, path: str) -> str:
+    """``path`` relative to the store root, with ``/``."""
+    return os.path.relpath(path, root).replace(os.sep, "/")
+
+
+def _data_in(start: int, end: int, extents) -> list[tuple[int, int]]:
+    """The parts of ``[start, end)`` that hold data (``extents``: a file's data regions, None = all)."""
+    if extents is None:
+        return [(start, end)] if start < end else []
+    return [(max(a, start), min(b, end)) for a, b in extents if a < end and b > start]
+
+
+def first_nonzero(buf, start: int, end: int, extents=None) -> int | None:
+    """Position of the first non-zero byte in ``buf[start:end]``, or None (holes are skipped)."""
+    for a, b in _data_in(start, end, extents):
+        pos = a
+        while pos < b:
+            n = min(_CHUNK, b - pos)
+            chunk = buf[pos:pos + n]
+            if chunk != _ZERO_CHUNK[:n]:
+                stripped = chunk.lstrip(b"\0")
+                return pos + (n - len(stripped))
+            pos += n
+    return None
+
+
+def last_nonzero_end(buf, size: int, extents=None) -> int:
+    """Position just after the last non-zero byte of ``buf[:size]`` (0 when all zero; holes are skipped)."""
+    for a, b in reversed(_data_in(0, size, extents)):
+        end = b
+        while end > a:
+            start = max(a, end - _CHUNK)
+            chunk = buf[start:end]
+            if chunk != _ZERO_CHUNK[:end - start]:
+                return start + len(chunk.rstrip(b"\0"))
+            end = start
+    return 0
+
+
+class MappedFile:
+    """A read-only view of one file: an mmap, or ``b""`` for an empty file; ``extents`` are its
+    data regions (:func:`rmqstore.store_dir.data_extents`, None: all of it)."""
+
+    __slots__ = ("path", "rel", "size", "buf", "extents")
+
+    def __init__(self, path: str, rel: str, size: int, buf, extents=None):
+        self.path, self.rel, self.size, self.buf, self.extents = path, rel, size, buf, extents
+
+    def first_nonzero(self, start: int, end: int | None = None) -> int | None:
+        return first_nonzero(self.buf, start, self.size if end is None else end, self.extents)
+
+    def last_nonzero_end(self, size: int) -> int:
+        return last_nonzero_end(self.buf, size, self.extents)
+
+    def units(self, usable: int) -> list[tuple[int, int, int]]:
+        """The consume-queue units of the first ``usable`` bytes (a multiple of 20)."""
+        return list(UNIT.iter_unpack(self.buf[:usable])) if usable else []
+
+
+class EntryTable:
+    """The entries of an index file as ``(key hash, phy offset, time diff, prev)``, decoded on access."""
+
+    __slots__ = ("buf", "base", "count")
+
+    def __init__(self, buf, slots: int, count: int):
+        self.buf, self.base, self.count = buf, 40 + 4 * slots, count
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __getitem__(self, n: int):
+        return _ENTRY.unpack_from(self.buf, self.base + n * 20)
+
+
+class QueueView:
+    """One consume queue: its files (by start), bounds ``[min, max)``, dispatch horizon, and which
+    of its units a record matched."""
+
+    __slots__ = ("topic", "queue_id", "rel", "files", "min", "max", "horizon", "checked", "first_start",
+                 "last_start")
+
+    def __init__(self, topic: str, queue_id: int, rel: str):
+        self.topic, self.queue_id, self.rel = topic, queue_id, rel
+        self.files: dict[int, MappedFile] = {}
+        self.min = self.max = 0
+        self.horizon = -1
+        #: per file (by start): one byte per unit, set once a record matched it -- as large as the
+        #: files present, whatever offsets their names claim
+        self.checked: dict[int, bytearray] = {}
+        self.first_start = self.last_start = 0
+
+    def mark(self, n: int, cq_size: int) -> None:
+        """Unit ``n`` matched its record."""
+        pos = n * CQ_UNIT
+        start = pos - pos % cq_size
+        done = self.checked.get(start)
+        if done is not None and (pos - start) // CQ_UNIT < len(done):
+            done[(pos - start) // CQ_UNIT] = 1
+
+    def present_units(self, unchecked: bool = False):
+        """Numbers of the units in ``[min, max)`` that the files present hold, in order (with
+        ``unchecked``: only those no record matched)."""
+        for start in sorted(self.checked):
+            done = self.checked[start]
+            first = start // CQ_UNIT
+            for n in range(max(self.min, first), min(self.max, first + len(done))):
+                if not (unchecked and done[n - first]):
+                    yield n
+
+    def unit(self, n: int, cq_size: int):
+        pos = n * CQ_UNIT
+        start = pos - pos % cq_size
+        f = self.files.get(start)
+        if f is None or pos - start + CQ_UNIT > f.size:
+            return None
+        return UNIT.unpack_from(f.buf, pos - start)
+
+    def file_for(self, n: int, cq_size: int) -> tuple[str, int]:
+        return unit_place(self.rel, n, cq_size)

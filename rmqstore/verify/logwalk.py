@@ -1,0 +1,209 @@
+"""The commitlog walk of verify's local driver: segments in order, each along its size chain.
+
+This is the one place verify reads the log (kept as one walk so that it can later run on
+the store's shared segment walk): :meth:`LogWalk.walk_commitlog` places the segments and
+checks the chain between them (missing, overlapping, odd-sized files; the end of the log;
+holes and pre-allocated files after it), :meth:`LogWalk.walk_segment` follows one segment's
+records, and :meth:`LogWalk.check_record` checks each record as it is met -- against the
+rules, its unit and its index entries.  The words are the rules' (:mod:`rmqstore.verify.rules`).
+A mixin of :class:`rmqstore.verify.local.Verifier`, whose state it uses.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+
+from ..dispatch import tags_code_of
+from ..errors import CorruptRecordError
+from ..properties import string_to_properties
+from ..record import BlankRecord, decode_record
+from ..store_dir import grid_problem
+from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from . import index_rules as ir
+from . import queue_rules as qr
+from . import rules
+from .files import MappedFile, QueueView
+
+__all__ = ["LogWalk"]
+
+_ZERO8 = bytes(8)
+
+
+class LogWalk:
+    """The commitlog phases of :class:`~rmqstore.verify.local.Verifier`."""
+
+    # -- commitlog --------------------------------------------------------------------------------
+    def walk_commitlog(self) -> None:  # noqa: C901 -- one pass over the segments, one rule call per finding
+        cl = os.path.join(self.root, "commitlog")
+        if not os.path.isdir(cl):
+            return
+        size = self.sizes.commitlog
+        segs = []
+        for sf in self.store_files(cl, "segment", "a commitlog file (named by its 20-digit start offset)"):
+            why = grid_problem(sf.offset, size) if size and size > 8 else None
+            if why is not None:  # cannot be placed in the log: not walked
+                self.note(rules.unplaced_segment(self.rel(sf.path), why))
+                self.tick(sf.size)
+                continue
+            segs.append((sf.offset, sf.path))
+        self.report.segments = len(segs)
+        if not segs:
+            return
+        self.report.log_start = segs[0][0]
+        self.note(rules.log_start(self.rel(segs[0][1]), segs[0][0]))
+        expected = None
+        ended: tuple[str, int, int] | None = None  # (rel, pos, phys) where 8 zero bytes end the log
+        corrupt_tail = False  # the last file with data ended on an undecodable record
+        pending_zero: list[str] = []  # all-zero files after the end
+        last_corrupt: int | None = None  # index in problems of the last undecodable-record problem
+        garbage = None  # (rel, end pos, first non-zero pos) after the end of the log
+        for start, path in segs:
+            f = self.open(path)
+            if f is None:
+                expected = start + (size or 0)
+                continue
+            self.report.commitlog_bytes += f.size
+            if size is None or size <= 8:
+                self.note(rules.sizeless_segment(f.rel, f.size))
+                self.tick(f.size)
+                continue
+            self.note(rules.segment_size(f.rel, f.size, size), *rules.segment_gap(f.rel, start, expected, size))
+            expected = start + size
+            self.segments.append((start, f))
+            self.seg_starts.append(start)
+            if ended is not None or corrupt_tail:
+                if self.nonzero_from(f, 0) is None:
+                    pending_zero.append(f.rel)
+                    self.tick(f.size)
+                    continue
+                if ended is not None:
+                    self.note(rules.log_hole(*ended, pending_zero + [f.rel]))
+                else:
+                    self.note(*(rules.zero_file_inside_log(rel) for rel in pending_zero))
+                ended, corrupt_tail, pending_zero, garbage = None, False, [], None
+            state = self.walk_segment(start, f, size)
+            if state[0] == "unwritten":
+                pos = state[1]
+                ended = (f.rel, pos, start + pos)
+                nz = self.nonzero_from(f, pos)
+                garbage = (f.rel, pos, nz) if nz is not None else None
+            elif state[0] == "corrupt":
+                last_corrupt = state[1]
+                corrupt_tail = True
+            elif state[0] == "recovered_end":
+                ended = (f.rel, state[1], start + state[1])  # (files with data after it: a hole)
+            self.tick(f.size)
+        # after the last file
+        self.note(*(rules.preallocated_segment(rel) for rel in pending_zero))
+        if garbage is not None:
+            self.note(rules.garbage_after_end(*garbage))
+        if corrupt_tail and last_corrupt is not None and self.abort:
+            self.recast(last_corrupt, rules.TORN_TAIL)
+        elif corrupt_tail and last_corrupt is not None:
+            self.unclaimed_tail = last_corrupt  # judged once every reference is known (finish_log_refs)
+        self.log = rules.LogMap([(start, f.rel, f.size) for start, f in self.segments], self.corrupt_regions)
+
+    def recast(self, i: int, kind_why: tuple[str, str]) -> None:
+        """Problem ``i``, an undecodable record, turns out to be a state recovery handles: a warning."""
+        self.report.problems[i] = rules.recast(self.report.problems[i], kind_why)
+
+    def nonzero_from(self, f: MappedFile, pos: int) -> int | None:
+        """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
+        return f.first_nonzero(pos)
+
+    def walk_segment(self, start: int, f: MappedFile, seg_size: int, pos: int = 0, stop: int | None = None):
+        """Follow the size chain of one segment from ``pos`` (a record start); with ``stop``, return
+        ("range_end", p) at the first record start p >= stop (a byte range's walk, see rmqstore.spark.verify)."""
+        buf, n = f.buf, f.size
+        delay_levels = self.sizes.delay_levels
+        while True:
+            if stop is not None and pos >= stop:
+                return ("range_end", pos)
+            if pos == n or n - pos < 8:
+                self.note(rules.no_blank(f.rel, pos, n - pos))
+                self.data_end = start + pos
+                return ("eof",)
+            if buf[pos:pos + 8] == _ZERO8:
+                return ("unwritten", pos)
+            try:
+                rec = decode_record(buf, pos)
+            except CorruptRecordError as exc:
+                reason = str(exc).replace(f" (at offset {pos})", "")
+                self.note(rules.undecodable_record(f.rel, pos, start + pos, reason))
+                self.corrupt_regions.append((start + pos, start + n, f.rel, pos))
+                return ("corrupt", len(self.report.problems) - 1)
+            if isinstance(rec, BlankRecord):
+                self.report.blanks += 1
+                self.note(rules.blank_size(f.rel, pos, rec.total_size, n))
+                self.data_end = start + n
+                return ("blank",)
+            phys = start + pos
+            if self.stop_at_recovered_end:
+                end = rules.recovery_ends_log(f.rel, pos, phys, rec, self.abort,
+                                              self.cq_horizon > phys or self.index_max_phy >= phys)
+                if end is not None:
+                    self.note(end)
+                    self.data_end = phys
+                    return ("recovered_end", pos)
+            self.check_record(phys, f.rel, pos, rec, delay_levels)
+            pos += rec.total_size
+            self.data_end = phys + rec.total_size
+
+    def check_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
+        """One decoded message record: its own checks, its queue offset, its unit, its index entries."""
+        self.report.records += 1
+        self.starts.append(phys)
+        if rec.store_timestamp > self.max_store_ts:
+            self.max_store_ts = rec.store_timestamp
+        self.note(*rules.record_problems(phys, rel, pos, rec))
+        txn = rec.sys_flag & TRANSACTION_MASK
+        props = string_to_properties(rec.properties)
+        key = (rec.topic, rec.queue_id)
+        qo = rec.queue_offset
+        if txn in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+            self.note(self.queue_offsets.step(phys, rel, pos, key, qo))
+            q = self.queues.get(key)
+            backed = False
+            if q is not None and q.min <= qo < q.max:
+                unit = q.unit(qo, self.sizes.consume_queue)
+                if unit is not None and unit[0] == phys:
+                    backed = True
+                    q.mark(qo, self.sizes.consume_queue)
+                    want = tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels)
+                    self.compare_unit(q, qo, unit, rec.total_size, want, phys, rel, pos)
+            if not backed:
+                self.unbacked.append((phys, rel, pos, key, qo))
+        # index: entries pointing here, and entries this record needs
+        entries = self.idx_at.pop(phys, None)
+        keys = rules.record_keys(rec.topic, props) if (entries or self.has_index) else set()
+        found, unindexed = ir.record_index(self.index, phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys,
+                                           entries, has_index=self.has_index, cq_horizon=self.cq_horizon)
+        self.note(*found)
+        if unindexed:
+            self.unindexed.append((phys, rel, pos))
+
+    def compare_unit(self, q: QueueView, n: int, unit, rec_size: int, want: int, phys: int, rel: str,
+                     pos: int) -> None:
+        cq_rel, upos = q.file_for(n, self.sizes.consume_queue)
+        found = qr.unit_vs_record(cq_rel, upos, n, q.topic, q.queue_id, unit, rec_size, want, phys, rel, pos,
+                                  self.cq_ext)
+        self.note(*found)
+        if found:
+            self.reported_units.add(((q.topic, q.queue_id), n))
+
+    def record_at(self, phys: int) -> int | None:
+        """The number of the readable record that starts at ``phys``, or None."""
+        i = bisect.bisect_left(self.starts, phys)
+        if i < len(self.starts) and self.starts[i] == phys:
+            return i
+        return None
+
+    def segment_for(self, phys: int):
+        """(start, file) of the segment that holds ``phys``, or None."""
+        i = bisect.bisect_right(self.seg_starts, phys) - 1
+        if i >= 0:
+            start, f = self.segments[i]
+            if phys - start < f.size:
+                return start, f
+        return None
