@@ -149,9 +149,11 @@ def crash_loop(root, seed: int, rounds: int, clean_every: int = 5, flush: str = 
         store.load()
         stats["normal" if store.last_exit_ok else "abnormal"] += 1
         try:
-            last = store.commit_log.mapped_file_queue.mapped_files[-1]
-            end = last.wrote_position
-            stats["torn_tail"] += end + 8 <= last.file_size and last.mapped[end:end + 8] != bytes(8)
+            files = store.commit_log.mapped_file_queue.mapped_files
+            if files:  # (none: a kill interrupted the creation of the first segment)
+                last = files[-1]
+                end = last.wrote_position
+                stats["torn_tail"] += end + 8 <= last.file_size and last.mapped[end:end + 8] != bytes(8)
             if flush == "TRANSIENT_STORE_POOL":
                 lost = _lost_in_pool(acked_lines, store.get_max_phy_offset())
                 stats["lost_in_pool"] += len(lost)
