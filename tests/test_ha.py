@@ -491,3 +491,21 @@ def test_two_slaves_and_a_learned_master_address(make):
     assert len(master.ha_service.positions()["slaves"]) == 1
     with pytest.raises(StoreStateError):
         make("plain", BrokerRole.ASYNC_MASTER, ha_enable=False).update_ha_master_address("127.0.0.1:1")
+
+
+def test_a_new_master_address_moves_a_connected_slave(make):
+    """A slave connected to one master and told another (a later name server answer) leaves the
+    first -- closed by its own thread, for that reason -- and replicates from the second."""
+    first = make("m1", BrokerRole.SYNC_MASTER)
+    second = make("m2", BrokerRole.SYNC_MASTER)
+    slave = make("s", BrokerRole.SLAVE, ha_master_address=first.ha_service.listen_address)
+    connect_slave(first, slave)
+    slave.update_ha_master_address(second.ha_service.listen_address)
+    wait_until(lambda: second.ha_service.connection_count == 1 and first.ha_service.connection_count == 0,
+               what="the slave to move")
+    client = slave.ha_service.ha_client
+    assert client.last_close_reason == "the master address changed" and client.connects == 2
+    for i in range(10):
+        r = second.put_message(msg(i))
+        assert r.status is OK and slave.get_max_phy_offset() >= end_of(r)
+    assert first.put_message(msg(10)).status is PutMessageStatus.SLAVE_NOT_AVAILABLE
