@@ -29,7 +29,7 @@ every put (RocketMQ's way), this saves a thread hand-off per round trip -- in CP
 woken thread queues for the GIL behind the put threads -- and a put pushing at once while
 others are in flight would send one small frame per put, which the ack clock avoids:
 measured, the 1-thread replica wait went from ~0.2 to ~0.13 ms, and at 8 threads the
-master makes ~25% fewer context switches per put (bench/README.md).
+master makes 10-25% fewer context switches per put (bench/README.md).
 
 Either side ending ends both: the socket is shut down once, the connection leaves the
 service's list, and nothing in the store is touched.
