@@ -113,6 +113,8 @@ def main() -> int:
         run_slave(*args.slave)
         return 0
     rows = []
+    before = os.getloadavg()
+    print(f"load average {before[0]:.2f} {before[1]:.2f} {before[2]:.2f} before", flush=True)
     for case in args.case or CASES:
         for threads in (1, 8):
             runs = [measure(case, threads, args.count) for _ in range(args.repeat)]
@@ -123,12 +125,13 @@ def main() -> int:
             print(f"{case:<13} {threads} thr  {best['puts_per_s']:>9,.0f} puts/s  failures {best['failures']}"
                   + (f"  replica wait p50 {p50:.2f} ms p99 {p99:.2f} ms" if p50 is not None else ""), flush=True)
     load = os.getloadavg()
-    out = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": load},
+    out = {"machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0], "loadavg": load,
+                       "loadavg_before": before},
            "count": args.count, "repeat": args.repeat, "rows": rows}
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump(out, f, indent=2)
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; wrote {args.json}")
+    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} after; wrote {args.json}")
     return 0
 
 

@@ -491,3 +491,54 @@ def test_two_slaves_and_a_learned_master_address(make):
     assert len(master.ha_service.positions()["slaves"]) == 1
     with pytest.raises(StoreStateError):
         make("plain", BrokerRole.ASYNC_MASTER, ha_enable=False).update_ha_master_address("127.0.0.1:1")
+
+
+def test_a_new_master_address_moves_a_connected_slave(make):
+    """A slave connected to one master and told another (a later name server answer) leaves the
+    first -- closed by its own thread, for that reason -- and replicates from the second."""
+    first = make("m1", BrokerRole.SYNC_MASTER)
+    second = make("m2", BrokerRole.SYNC_MASTER)
+    slave = make("s", BrokerRole.SLAVE, ha_master_address=first.ha_service.listen_address)
+    connect_slave(first, slave)
+    slave.update_ha_master_address(second.ha_service.listen_address)
+    wait_until(lambda: second.ha_service.connection_count == 1 and first.ha_service.connection_count == 0,
+               what="the slave to move")
+    client = slave.ha_service.ha_client
+    assert client.last_close_reason == "the master address changed" and client.connects == 2
+    for i in range(10):
+        r = second.put_message(msg(i))
+        assert r.status is OK and slave.get_max_phy_offset() >= end_of(r)
+    assert first.put_message(msg(10)).status is PutMessageStatus.SLAVE_NOT_AVAILABLE
+
+
+class _CuttingSocket:
+    """A socket that takes half of each frame (``half``), or nothing (a full send buffer)."""
+
+    def __init__(self, sock, half: bool):
+        self.sock, self.half = sock, half
+
+    def send(self, data) -> int:
+        if not self.half:
+            raise BlockingIOError
+        return self.sock.send(bytes(data[:max(1, len(data) // 2)]))
+
+    def __getattr__(self, name):
+        return getattr(self.sock, name)
+
+
+@pytest.mark.parametrize("half", [True, False], ids=["cut-frames", "full-socket"])
+def test_a_put_that_cannot_push_whole_leaves_the_rest_to_the_write_thread(make, half):
+    """A SYNC_MASTER put pushes its own bytes without blocking; a frame the socket takes only in
+    part (or not at all) is finished by the write thread, whole and in order: every put PUT_OK with
+    its bytes on the slave, the commitlogs identical."""
+    master = make("m", BrokerRole.SYNC_MASTER)
+    slave = make("s", BrokerRole.SLAVE, ha_master_address=master.ha_service.listen_address)
+    connect_slave(master, slave)
+    conn = master.ha_service.connections[0]
+    conn._nbsock = _CuttingSocket(conn._nbsock, half)
+    for i in range(120):
+        r = master.put_message(msg(i))
+        assert r.status is OK and slave.get_max_phy_offset() >= end_of(r)
+    assert conn.closed_reason is None
+    wait_until(lambda: slave.get_max_phy_offset() == master.get_max_phy_offset(), what="the slave to catch up")
+    same_commitlog(master.root, slave.root)

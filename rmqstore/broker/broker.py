@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..config import StoreConfig
+from ..config import BrokerRole, StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
 from .clients import ClientManager
@@ -89,6 +89,27 @@ class Broker:
     def address(self) -> str:
         return self.server.address
 
+    @property
+    def learns_ha_master(self) -> bool:
+        """A SLAVE without haMasterAddress takes its master's HA address from the name server's answer
+        (RocketMQ: ``updateMasterHAServerAddrPeriodically``, when haMasterAddress is shorter than 6)."""
+        return (self.store_config.broker_role is BrokerRole.SLAVE
+                and len(self.store_config.ha_master_address or "") < 6)
+
+    @property
+    def ha_server_addr(self) -> str:
+        """The HA address this broker registers (``getHAServerAddr``: brokerIP2 and the HA port).  A master
+        that listens on a wildcard address names brokerIP2, else brokerIP1; a slave names its configured port."""
+        cfg, store_cfg = self.config, self.store_config
+        ha = self.store.ha_service if self.store is not None else None
+        listen = ha.listen_address if ha is not None else None
+        if listen is None:
+            return f"{cfg.broker_ip2 or cfg.broker_ip1}:{store_cfg.ha_listen_port}"
+        host, _, port = listen.rpartition(":")
+        if cfg.broker_ip2 or host in ("0.0.0.0", "::", ""):
+            host = cfg.broker_ip2 or cfg.broker_ip1
+        return f"{host}:{port}"
+
     async def start(self) -> None:
         self.config.listen_port = self.server.bind()
         if self.namesrv is not None:
@@ -114,7 +135,7 @@ class Broker:
             if self.namesrv is not None:
                 self.namesrv.add_broker(BrokerRegistration(self.config.broker_cluster_name, self.config.broker_name,
                                                            self.config.broker_id, self.config.broker_addr,
-                                                           self.topics))
+                                                           self.topics, ha_server_addr=self.ha_server_addr))
                 await self.namesrv.start()
             if self.registration is not None:
                 await self.registration.start()

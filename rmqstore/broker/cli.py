@@ -9,7 +9,8 @@ ones instead (``rmqstore namesrv [--listen HOST:PORT]`` runs one), ``--config br
 own broker.conf (its storePathRootDir is the store when STORE is not given).  ``--role
 SYNC_MASTER|ASYNC_MASTER|SLAVE`` (brokerRole) makes a master serve slaves on its HA port
 (haListenPort, else the listen port + 1) and a slave replicate from ``--ha-master
-HOST:PORT`` (haMasterAddress); see :mod:`rmqstore.ha`.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
+HOST:PORT`` (haMasterAddress) or, without it, from the HA address the name servers of
+``--namesrv`` answer its registration with; see :mod:`rmqstore.ha`.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
 persisted, the store flushed and shut down, no abort file left.  Exit 0 after a clean
 stop, 2 when it cannot start.
 """
@@ -51,7 +52,8 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--role", choices=[r.value for r in BrokerRole],
                    help="brokerRole (default ASYNC_MASTER): a master serves slaves on its HA port (listen port + 1 "
                         "unless haListenPort says otherwise); a SLAVE replicates from --ha-master")
-    p.add_argument("--ha-master", metavar="HOST:PORT", help="the master's HA address, for a SLAVE (haMasterAddress)")
+    p.add_argument("--ha-master", metavar="HOST:PORT", help="the master's HA address, for a SLAVE (haMasterAddress; "
+                                                           "without it, learned from the --namesrv name server)")
     p.add_argument("--ha-listen", type=parse_host_port, metavar="HOST:PORT",
                    help="a master's HA address (default: the broker's host and haListenPort)")
     p.set_defaults(_run=lambda args, io: run_broker(args, io.stdout, io.stderr))
@@ -91,15 +93,17 @@ def _configs(args):
 def _replication(args, given: dict, broker_config, store_config, listen_host) -> None:
     """Role and HA addresses, as RocketMQ's BrokerStartup sets them: a master's HA port is the
     listen port + 1 unless broker.conf names one (an ephemeral listen port: an ephemeral HA port
-    too); a slave needs the master's HA address and a brokerId above 0."""
+    too); a slave needs the master's HA address, or a name server to learn it from, and a brokerId
+    above 0."""
     if args.role:
         store_config.broker_role = BrokerRole(args.role)
     if args.ha_master:
         store_config.ha_master_address = args.ha_master
     if store_config.broker_role is BrokerRole.SLAVE:
-        if not store_config.ha_master_address:
+        if not store_config.ha_master_address and not broker_config.namesrv_addr:
             raise RmqStoreError("a SLAVE replicates from its master: give --ha-master HOST:PORT "
-                                "(haMasterAddress in broker.conf)")
+                                "(haMasterAddress in broker.conf), or --namesrv ADDR (namesrvAddr) to learn "
+                                "the master's HA address from the name server its master registers with")
         if broker_config.broker_id == 0:
             if "brokerId" in given:
                 raise RmqStoreError("brokerId=0 is a master's id; a SLAVE's brokerId must be above 0")
@@ -138,7 +142,11 @@ def _broker_banner(broker) -> str:
     text = f"broker {broker.config.broker_name} listening on {broker.address}, store {broker.store_root}\n"
     store = broker.store
     if store is not None and store.config.broker_role is BrokerRole.SLAVE:
-        text += f"SLAVE replicating from {store.config.ha_master_address}\n"
+        if not broker.learns_ha_master:
+            text += f"SLAVE replicating from {store.config.ha_master_address}\n"
+        else:
+            learned = store.ha_service.ha_client.master_address or "its master, once registered"
+            text += f"SLAVE replicating from {learned} (the name server's answer, {broker.config.namesrv_addr})\n"
     elif store is not None and store.ha_service is not None and store.ha_service.listen_address:
         text += f"{store.config.broker_role.value} serving slaves on {store.ha_service.listen_address}\n"
     if broker.namesrv is not None:

@@ -31,6 +31,7 @@ class BrokerConfig:
     broker_cluster_name: str = "DefaultCluster"
     broker_id: int = 0
     broker_ip1: str = "127.0.0.1"
+    broker_ip2: str = ""  # the HA address's host a broker registers; "" = brokerIP1 (RocketMQ: the local address)
     listen_port: int = 10911
     namesrv_addr: str = ""
     store_path_root_dir: str = ""
@@ -96,8 +97,8 @@ def load_broker_conf(text: str) -> tuple[BrokerConfig, StoreConfig, list[str]]:
     broker_kwargs, store_values, unknown = {}, {}, []
     for key, value in props.items():
         name = camel_to_snake(key).replace("maped", "mapped")
-        if name == "broker_i_p1":
-            name = "broker_ip1"
+        if name in ("broker_i_p1", "broker_i_p2"):
+            name = "broker_ip" + name[-1]
         if name in broker_fields:
             f = broker_fields[name]
             default = f.default if f.default is not dataclasses.MISSING else ""

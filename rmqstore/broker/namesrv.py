@@ -16,6 +16,13 @@ The name server learns routes from :class:`BrokerRegistration` objects, in two w
   their topic table as body; a registration not renewed for 120 s expires, one whose
   connection closes or that sends UNREGISTER_BROKER (104) goes at once.
 
+A registration also pairs masters and slaves (RocketMQ's ``RouteInfoManager.registerBroker``):
+each broker sends its HA address (``haServerAddr``), and the answer to a *slave* (broker id
+above 0) carries the HA address and broker address of the live master of its broker name
+(id 0) -- RegisterBrokerResponseHeader's ``haServerAddr`` and ``masterAddr``.  A master, or a
+slave whose master is not registered, gets neither field.  A slave started without
+``haMasterAddress`` connects to the HA address it is answered (:mod:`rmqstore.broker.registration`).
+
 The route body is TopicRouteData as fastjson writes it: sorted keys, the broker-id map with
 unquoted integer keys.
 """
@@ -33,11 +40,13 @@ from .headers import Header
 from .jsonfmt import dumps, loads
 from .topics import TopicConfig
 
-__all__ = ["BrokerRegistration", "NameServer", "route_data", "TopicTable", "BROKER_CHANNEL_EXPIRED_TIME"]
+__all__ = ["BrokerRegistration", "NameServer", "route_data", "register_broker_result", "TopicTable",
+           "BROKER_CHANNEL_EXPIRED_TIME", "MASTER_ID"]
 
 log = logging.getLogger(__name__)
 
 BROKER_CHANNEL_EXPIRED_TIME = 120.0  # seconds (RouteInfoManager)
+MASTER_ID = 0  # MixAll.MASTER_ID: the broker id of a master
 
 
 class TopicTable:
@@ -60,6 +69,7 @@ class BrokerRegistration:
     address: str
     topics: Any  # answers select(topic)
     connection: Connection | None = None
+    ha_server_addr: str = ""
     last_update: float = field(default_factory=time.monotonic)
 
 
@@ -83,6 +93,18 @@ def route_data(topic: str, registrations: list[BrokerRegistration]) -> dict | No
         return None
     return {"brokerDatas": list(broker_datas.values()), "filterServerTable": {},
             "queueDatas": list(queue_datas.values())}
+
+
+def register_broker_result(registrations: list[BrokerRegistration], broker_name: str, broker_id: int) -> dict:
+    """RegisterBrokerResponseHeader's fields for a broker that just registered: for a slave, its
+    master's ``haServerAddr`` and ``masterAddr``; nothing for a master or when no master is live
+    (RocketMQ leaves both null, and a null field is not sent)."""
+    if broker_id == MASTER_ID:
+        return {}
+    master = next((r for r in registrations if r.broker_name == broker_name and r.broker_id == MASTER_ID), None)
+    if master is None:
+        return {}
+    return {"haServerAddr": master.ha_server_addr, "masterAddr": master.address}
 
 
 class NameServer:
@@ -132,10 +154,10 @@ class NameServer:
         table = ((body.get("topicConfigSerializeWrapper") or {}).get("topicConfigTable") or {}) \
             if isinstance(body, dict) else {}
         configs = {str(k): TopicConfig.from_json(v) for k, v in table.items() if isinstance(v, dict)}
-        self.add_broker(BrokerRegistration(cluster, name, broker_id, addr, TopicTable(configs), conn))
-        master = next((r.address for r in self.registrations if r.broker_name == name and r.broker_id == 0), "")
-        return req.response(ResponseCode.SUCCESS, ext_fields={"haServerAddr": "", "masterAddr": master},
-                            body=b"{}")
+        self.add_broker(BrokerRegistration(cluster, name, broker_id, addr, TopicTable(configs), conn,
+                                           ha_server_addr=h.str("haServerAddr", "")))
+        return req.response(ResponseCode.SUCCESS,
+                            ext_fields=register_broker_result(self.live_registrations(), name, broker_id))
 
     def unregister_broker(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         h = Header(req.ext_fields)

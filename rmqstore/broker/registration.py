@@ -7,6 +7,14 @@ filter servers; CRC-32 of the body in ``bodyCrc32``).  A name server drops a bro
 not heard from for 120 s, so a broker that dies leaves the routes by itself; one that
 stops cleanly sends UNREGISTER_BROKER (104) first.  A name server that cannot be reached
 is tried again at the next round.
+
+The registration also carries the broker's HA address (``haServerAddr``: where a master
+serves slaves), and the name server answers a slave with its master's HA address and
+broker address (RegisterBrokerResponseHeader).  As RocketMQ's ``doRegisterBrokerAll`` does,
+only the first answer counts; a SLAVE started without ``haMasterAddress``
+(``updateMasterHAServerAddrPeriodically``) hands that HA address to its store, which
+connects to it -- and moves to a new one when a later registration answers another.
+A slave configured with ``haMasterAddress`` keeps it whatever the name server says.
 """
 
 from __future__ import annotations
@@ -34,6 +42,9 @@ class NamesrvRegistration:
         self.clients: dict[str, RemotingClient] = {}
         self._task = BackgroundTask()
         self._soon: set[asyncio.Task] = set()
+        #: the master's addresses the name server last answered (masterAddr, haServerAddr); None before
+        self.master_addr: str | None = None
+        self.master_ha_addr: str | None = None
 
     def _header(self) -> dict:
         bc = self.broker.config
@@ -57,19 +68,30 @@ class NamesrvRegistration:
     async def register_all(self) -> int:
         """Register with every name server once; returns how many accepted."""
         body = self._body()
-        ext = dict(self._header(), haServerAddr=f"{self.broker.config.broker_ip1}:10912", compressed="false",
+        ext = dict(self._header(), haServerAddr=self.broker.ha_server_addr, compressed="false",
                    bodyCrc32=crc32(body))
-        accepted = 0
+        answers = []
         for address in self.addresses:
             try:
                 client = await self._client(address)
                 r = await client.invoke(RemotingCommand(RequestCode.REGISTER_BROKER, dict(ext), body))
-                accepted += r.code == 0
-                if r.code != 0:
+                if r.code == 0:
+                    answers.append(r.ext_fields)
+                else:
                     log.warning("name server %s refused the registration: %s", address, r.remark)
             except (OSError, asyncio.TimeoutError, ValueError) as exc:
                 log.warning("registering with name server %s failed: %s", address, exc)
-        return accepted
+        if answers:
+            self._take_answer(answers[0])
+        return len(answers)
+
+    def _take_answer(self, fields: dict) -> None:
+        """The first name server's RegisterBrokerResponseHeader: the master's addresses, for a slave."""
+        self.master_addr = fields.get("masterAddr") or None
+        ha_addr = fields.get("haServerAddr") or None
+        self.master_ha_addr = ha_addr
+        if ha_addr and self.broker.learns_ha_master:
+            self.broker.store.update_ha_master_address(ha_addr)
 
     async def _run(self) -> None:
         while True:

@@ -67,6 +67,7 @@ class HAClient(ServiceThread):
         self.last_close_reason: str | None = None
         self._buf = bytearray()
         self._last_write = self._last_read = 0.0
+        self._connected_to: str | None = None  # the address the open connection went to
 
     # -- lifecycle -----------------------------------------------------------------
     def shutdown(self) -> None:
@@ -74,10 +75,17 @@ class HAClient(ServiceThread):
         self.close_master("the slave shuts down")
 
     def update_master_address(self, address: str | None) -> None:
+        """A new master (from the name server, or a caller): safe from any thread.  A connection to
+        the old one is shut down here, which wakes the loop, and closed by the loop's own thread."""
         if address != self.master_address:
             log.info("update master address, OLD: %s NEW: %s", self.master_address, address)
             self.master_address = address
-            self.close_master("the master address changed")
+            sock = self.sock
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             self.wakeup()
 
     @property
@@ -104,13 +112,14 @@ class HAClient(ServiceThread):
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(min(1.0, self.config.ha_send_heartbeat_interval / 1000.0))
         self.sock = sock
+        self._connected_to = host_port = self.master_address
         self.connects += 1
         self._buf.clear()
         self._last_read = time.monotonic()
         self.current_reported_offset = self.store.get_max_phy_offset()
         if not self.report(self.current_reported_offset):
             return False
-        log.info("HAClient connected to master %s, reported %d", self.master_address,
+        log.info("HAClient connected to master %s, reported %d", host_port,
                  self.current_reported_offset)
         return True
 
@@ -161,8 +170,17 @@ class HAClient(ServiceThread):
                 self._stop_event.wait(cfg.ha_reconnect_interval / 1000.0)
         self.close_master("the slave shuts down")
 
+    def _moved(self) -> str | None:
+        if self._connected_to != self.master_address:
+            return "the master address changed"
+        return None
+
     def _step(self) -> None:
         cfg = self.config
+        moved = self._moved()
+        if moved:
+            self.close_master(moved)
+            return
         now = time.monotonic()
         if now - self._last_write > cfg.ha_send_heartbeat_interval / 1000.0:
             if not self.report(self.current_reported_offset):
@@ -172,10 +190,10 @@ class HAClient(ServiceThread):
         except socket.timeout:
             data = None
         except OSError as exc:
-            self.close_master(f"read failed: {exc}")
+            self.close_master(self._moved() or f"read failed: {exc}")
             return
         if data == b"":
-            self.close_master("the master closed the connection")
+            self.close_master(self._moved() or "the master closed the connection")
             return
         if data:
             self._last_read = time.monotonic()

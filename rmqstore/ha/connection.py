@@ -13,9 +13,23 @@ The write side pushes commitlog: a 12-byte header (offset, size) and up to
 ``ha_transfer_batch_size`` bytes, never across a file, starting where the slave is --
 or, when the slave reports 0 (it has nothing), at the start of the master's last file.
 When the slave has everything it sleeps on the service's WaitNotifyObject (100 ms at
-most; a SYNC_MASTER put wakes it), and after ``ha_send_heartbeat_interval`` without a
-write it sends a header with size 0, which tells the slave "still here, you are at
-offset X".
+most), and after ``ha_send_heartbeat_interval`` without a write it sends a header with
+size 0, which tells the slave "still here, you are at offset X".
+
+SYNC_MASTER puts do not wait for the write thread to wake: the push is *clocked by the
+acks*.  A put finding nothing in flight (the slave has acknowledged everything pushed)
+pushes its own bytes at once (:meth:`HAConnection.push_now`); a put finding a transfer
+in flight leaves its bytes to that transfer's ack -- the read thread, having woken the
+puts the ack covers, pushes everything appended meanwhile in one frame.  One lock makes
+every frame whole and in order whoever sends it; a put or the read thread never blocks on
+the socket (what it cannot send whole goes first at the write thread's next turn), and
+when either cannot push (the lock is taken, the socket is full) it wakes the write thread
+instead, so no byte waits for the 100 ms poll.  Compared with waking the write thread for
+every put (RocketMQ's way), this saves a thread hand-off per round trip -- in CPython the
+woken thread queues for the GIL behind the put threads -- and a put pushing at once while
+others are in flight would send one small frame per put, which the ack clock avoids:
+measured, the 1-thread replica wait went from ~0.2 to ~0.13 ms, and at 8 threads the
+master makes 10-25% fewer context switches per put (bench/README.md).
 
 Either side ending ends both: the socket is shut down once, the connection leaves the
 service's list, and nothing in the store is touched.
@@ -51,9 +65,15 @@ class HAConnection:
         self.sock = sock
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         sock.settimeout(min(1.0, self.config.ha_housekeeping_interval / 1000.0))
-        # the write side gets its own socket object: its own (long) timeout for sends
+        # the write side gets its own socket object: its own (long) timeout for sends; a put
+        # pushing its own bytes uses a third, which never blocks
         self._wsock = sock.dup()
         self._wsock.settimeout(self.config.ha_housekeeping_interval / 1000.0)
+        self._nbsock = sock.dup()
+        self._nbsock.setblocking(False)
+        self._push_lock = threading.Lock()  # one frame at a time, whoever sends it
+        self._unsent = b""  # the rest of a frame a put could not send whole; the write thread sends it first
+        self._last_write = 0.0  # when a frame last went (heartbeats fill silences only)
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
         self.next_transfer_from_where = -1
@@ -82,7 +102,7 @@ class HAConnection:
             self.closed_reason = reason
             self._closed.set()
         log.info("HA connection to slave %s closed: %s", self.client_addr, reason)
-        for s in (self.sock, self._wsock):
+        for s in (self.sock, self._wsock, self._nbsock):
             try:
                 s.shutdown(socket.SHUT_RDWR)
             except OSError:
@@ -149,6 +169,8 @@ class HAConnection:
             log.info("slave %s requests offset %d", self.client_addr, offset)
         self.slave_ack_offset = offset
         self.service.notify_transfer_some(offset)
+        if self.service.group_transfer_service.pending and not self.push_now(clocked=False):
+            self.service.wait_notify.wakeup_all()
         return None
 
     # -- write side: commitlog to the slave --------------------------------------------
@@ -167,23 +189,48 @@ class HAConnection:
                 return
         self.next_transfer_from_where = self._first_transfer_offset()
         log.info("master transfers data from %d to slave %s", self.next_transfer_from_where, self.client_addr)
-        last_write = time.monotonic()
+        self._last_write = time.monotonic()
+        batch = cfg.ha_transfer_batch_size
         while not self._closed.is_set():
             seen = notify.generation
-            if time.monotonic() - last_write > heartbeat:
-                if not self._send(_pack_header(self.next_transfer_from_where, 0)):
-                    return
-                last_write = time.monotonic()
-            sent = self._push_some(cfg.ha_transfer_batch_size)
+            with self._push_lock:
+                if self._unsent:  # the rest of a frame a put began
+                    unsent, self._unsent = self._unsent, b""
+                    if not self._send(unsent):
+                        return
+                if time.monotonic() - self._last_write > heartbeat:
+                    if not self._send(_pack_header(self.next_transfer_from_where, 0)):
+                        return
+                sent = self._push_some(batch, self._send)
             if sent is None:
                 return
-            if sent:
-                last_write = time.monotonic()
-            else:
+            if not sent:
                 notify.wait_for_running(seen, 0.1)
 
-    def _push_some(self, batch: int) -> int | None:
-        """Send one transfer from ``next_transfer_from_where``; bytes sent, or None when closed."""
+    def push_now(self, clocked: bool = True) -> bool:
+        """A SYNC_MASTER put pushes what the slave lacks itself, without blocking: False when it
+        could not (someone else is pushing, the socket is full, the write side has not begun) and
+        the write thread must be woken to do it."""
+        if self.next_transfer_from_where < 0:
+            return False
+        if clocked and self.next_transfer_from_where > self.slave_ack_offset:
+            return True  # a transfer is on its way: its ack pushes what came since (on_report)
+        if not self._push_lock.acquire(blocking=False):
+            return False
+        try:
+            if self._unsent:
+                return False
+            batch = self.config.ha_transfer_batch_size
+            while True:
+                sent = self._push_some(batch, self._send_nowait)
+                if not sent:
+                    return sent == 0 and not self._unsent
+        finally:
+            self._push_lock.release()
+
+    def _push_some(self, batch: int, send) -> int | None:
+        """Send one transfer from ``next_transfer_from_where`` (the push lock held); bytes sent,
+        0 when there is nothing to send, None when the connection closed or the frame was cut."""
         offset = self.next_transfer_from_where
         result = self.store.commit_log.get_data(offset)
         if result is None:
@@ -197,7 +244,7 @@ class HAConnection:
         # report, and have its report release a put before sendall returns here -- "pushed" must never
         # read lower than "acked"
         self.next_transfer_from_where = offset + size
-        if not self._send(frame):
+        if not send(frame):
             return None
         tr = self.store.tracer
         if tr is not None:
@@ -207,7 +254,23 @@ class HAConnection:
     def _send(self, frame: bytes) -> bool:
         try:
             self._wsock.sendall(frame)
+            self._last_write = time.monotonic()
             return True
         except OSError as exc:  # a timeout mid-frame too: the stream cannot be resumed
             self.close(f"write failed: {exc}")
             return False
+
+    def _send_nowait(self, frame: bytes) -> bool:
+        """Send what the socket takes now; keep the rest for the write thread (False then)."""
+        try:
+            n = self._nbsock.send(frame)
+        except BlockingIOError:
+            n = 0
+        except OSError as exc:
+            self.close(f"write failed: {exc}")
+            return False
+        self._last_write = time.monotonic()
+        if n < len(frame):
+            self._unsent = frame[n:]
+            return False
+        return True

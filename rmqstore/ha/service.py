@@ -183,10 +183,15 @@ class HAService:
         self.group_transfer_service.notify_transfer_some()
 
     def submit(self, next_offset: int, timeout_ms: int) -> ReplicaRequest:
-        """Queue a SYNC_MASTER put's wait and wake the write threads to push its bytes now."""
+        """Queue a SYNC_MASTER put's wait and push its bytes now: from this thread where it can
+        (:meth:`HAConnection.push_now`), else by waking the write threads."""
         request = ReplicaRequest(next_offset, timeout_ms)
         self.group_transfer_service.put_request(request)
-        self.wait_notify.wakeup_all()
+        pushed = True
+        for conn in tuple(self.connections):
+            pushed = conn.push_now() and pushed
+        if not pushed:
+            self.wait_notify.wakeup_all()
         return request
 
     def note_replica_outcome(self, status, waited_ms: float, next_offset: int | None) -> None:

@@ -20,8 +20,9 @@ to n timeouts (its caller gives up with UNKNOWN_ERROR after 10 s); ours counts f
 put, so every put is answered within the timeout.
 
 :class:`WaitNotifyObject` is the other wake-up: the master's write threads sleep on it
-(100 ms at most) when the slave has everything, and a put that waits for a slave wakes
-them all, so its bytes leave at once instead of at the next poll.
+(100 ms at most) when the slave has everything, and a put whose bytes could not be pushed
+at once (:meth:`HAConnection.push_now`) wakes them all, so they leave now instead of at
+the next poll.
 """
 
 from __future__ import annotations
