@@ -245,7 +245,8 @@ class MessageEncoder:
         except struct.error as exc:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(exc, (
                 (name, getattr(msg, name)) for name in _PRODUCER_INT_FIELDS)))
-        data = b"".join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
+        # (a bytearray: the put patches its offsets and store time in before copying it into the file)
+        data = bytearray(b"").join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
         return EncodedMessage(data, _STORE_TS_POS_V6 if born_v6 else _STORE_TS_POS_V4, (topic, queue_id),
                               sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
 
@@ -366,9 +367,12 @@ class DefaultAppendMessageCallback:
             return self._blank(buf, pos, max_blank, wrote_offset, store_ts)
         # always the store's own number: a replayed record's recorded one was checked equal to it
         queue_offset = self.next_queue_offset(enc)
-        buf[pos:pos + msg_len] = enc.data
-        _QO_PHY.pack_into(buf, pos + QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
-        _I64.pack_into(buf, pos + enc.store_ts_pos, store_ts)
+        # the record is whole before it reaches the file (one copy): patched in the file, field by
+        # field, a kill between two fields left a record recovery takes for valid with a store time of 0
+        data = enc.data
+        _QO_PHY.pack_into(data, QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
+        _I64.pack_into(data, enc.store_ts_pos, store_ts)
+        buf[pos:pos + msg_len] = data
         if enc.tran_type not in _NO_QUEUE_ADVANCE:
             cl.topic_queue_table[enc.topic_queue_key] = queue_offset + 1
         return AppendMessageResult(_PUT_OK, wrote_offset, msg_len, None, store_ts, queue_offset, 1,

@@ -117,8 +117,8 @@ RocketMQ's rule.  (Index entries past the end are *not* left alone, unlike Rocke
 Where we knowingly differ from RocketMQ 4.9.8
 --------------------------------------------
 See :data:`DIFFERENCES`.  In short: a record is also invalid when its stored physical
-offset is not where it lies (our put path copies a record before it patches the offsets
-in, so a kill in between leaves a body-CRC-valid record with offset 0); a V2 record
+offset is not where it lies (our put path once copied a record before patching the offsets
+in, so a kill in between left a body-CRC-valid record with offset 0); a V2 record
 (RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
 are zeroed instead of left behind (RocketMQ can read them back in after a later clean
 restart); index files that start at or after the end are deleted, and entries past it
@@ -159,10 +159,11 @@ _CREATING = re.compile(r"\d{20}\.\d+\.creating")
 #: where our recovery deliberately differs from Apache RocketMQ 4.9.8
 DIFFERENCES = {
     "physical_offset": "A record whose stored PHYSICALOFFSET is not its position in the log is invalid "
-                       "(ends the log). RocketMQ does not look at it. Our put path copies the encoded record "
-                       "into the file and then patches queue offset, physical offset and store timestamp, so a "
-                       "kill in between leaves a record with a valid body CRC and offsets 0; RocketMQ's encoder "
-                       "patches before copying and cannot leave one.",
+                       "(ends the log). RocketMQ does not look at it. Our put path once copied the record into "
+                       "the file and then patched its queue offset, physical offset and store time there, field "
+                       "by field: a kill in between left a record with a valid body CRC and offsets 0 (or a store "
+                       "time of 0). It now patches before copying, as RocketMQ's encoder does; the check stays, "
+                       "for files written by the old code.",
     "v2_records": "A V2 record (RocketMQ 5.x magic 0xDAA320AB) is validated and kept; 4.9.8 only knows V1 "
                   "and would end the log at it.",
     "record_checks": "Record validation uses our decoder, which rejects a few layouts no writer produces "
