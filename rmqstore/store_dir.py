@@ -402,7 +402,7 @@ def _names(path: str) -> list[str]:
 
 def queue_folders(root: str):
     """Every directory two levels under ``consumequeue/`` (where consume-queue files are), whatever its name."""
-    base = os.path.join(root, "consumequeue")
+    base = consume_queue_root(root)
     for topic in _names(base):
         for qid in _names(os.path.join(base, topic)):
             yield os.path.join(base, topic, qid)
@@ -414,10 +414,10 @@ def guess_sizes(root: str) -> StoreSizes:
     (:func:`holds_record`); the consume-queue size prefers whole 20-byte units; index
     dimensions come from the most common size that RocketMQ's default ratio fits
     (:func:`default_index_dimensions`).  :func:`infer_config` is the strict counterpart."""
-    seg = [f.size for f in readable_store_files(os.path.join(root, "commitlog")).files
+    seg = [f.size for f in readable_store_files(commitlog_dir(root)).files
            if f.size > 8 and holds_record(f.path, f.size)]
     cq = [f.size for qdir in queue_folders(root) for f in readable_store_files(qdir).files]
-    idx = [f.size for f in readable_store_files(os.path.join(root, "index"), "index").files]
+    idx = [f.size for f in readable_store_files(index_dir(root), "index").files]
     dims = default_index_dimensions(most_common_size([s for s in idx if default_index_dimensions(s)])
                                     or 0) or (None, None)
     return StoreSizes(most_common_size(seg, first=seg[0] if seg else None),

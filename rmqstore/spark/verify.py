@@ -72,6 +72,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Callable
 
+from .. import store_paths as sp
 from ..dispatch import tags_code_of
 from ..layout import INDEX_HEADER
 from ..properties import string_to_properties
@@ -307,7 +308,7 @@ class _SparkVerifier(Verifier):
 
     def open(self, path: str):
         start = parse_file_name(os.path.basename(path))
-        if os.path.basename(os.path.dirname(path)) == "commitlog" and start is not None:
+        if sp.is_commitlog_dir(os.path.dirname(path)) and start is not None:
             self.stamp = (4, start, -1)  # a segment's file checks come before its records
         return super().open(path)
 
@@ -407,7 +408,7 @@ class _Run:
     def load_queues(self) -> None:
         specs = []
         for sid, v in enumerate(self.vs):
-            base = os.path.join(v.root, "consumequeue")
+            base = sp.consume_queue_root(v.root)
             if os.path.isdir(base):
                 v.stamp = (2, len(specs), 0)  # odd directory entries come before the queue after them
                 for topic, qid, qdir in v.queue_dirs(base):
@@ -434,7 +435,7 @@ class _Run:
     def load_index(self) -> None:
         specs = []
         for sid, v in enumerate(self.vs):
-            d = os.path.join(v.root, "index")
+            d = sp.index_dir(v.root)
             if v.sizes.slots and os.path.isdir(d):
                 specs += [(sid, v.root, v.sizes, f.path) for f in readable_store_files(d, "index").files]
         rdd = self._tasks(_index_task, specs, [_file_bytes(s[-1]) for s in specs])
@@ -453,7 +454,7 @@ class _Run:
     def walk_commitlog(self) -> None:
         specs = []
         for sid, v in enumerate(self.vs):
-            cl = os.path.join(v.root, "commitlog")
+            cl = sp.commitlog_dir(v.root)
             if v.sizes.commitlog and v.sizes.commitlog > 8 and os.path.isdir(cl):
                 for f in readable_store_files(cl).files:
                     if grid_problem(f.offset, v.sizes.commitlog) is not None:

@@ -36,6 +36,7 @@ from ..layout import INDEX_HEADER
 from ..record import decode_record
 from ..store_dir import (StoreSizes, data_extents, grid_problem, guess_sizes, index_size, list_store_files,
                          queue_folders, readable_store_files, resolve_store_root)
+from .. import store_paths as sp
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
@@ -169,7 +170,7 @@ class Verifier(LogWalk):
         return self.report
 
     def _estimate_total(self) -> int:
-        dirs = [(os.path.join(self.root, "commitlog"), "segment"), (os.path.join(self.root, "index"), "index")]
+        dirs = [(sp.commitlog_dir(self.root), "segment"), (sp.index_dir(self.root), "index")]
         dirs += [(qdir, "segment") for qdir in queue_folders(self.root)]
         return sum(f.size for d, kind in dirs for f in readable_store_files(d, kind).files)
 
@@ -185,15 +186,15 @@ class Verifier(LogWalk):
         return list(listing.files)
 
     def check_store_files(self) -> None:
-        self.abort = os.path.exists(os.path.join(self.root, "abort"))
+        self.abort = os.path.exists(sp.abort_path(self.root))
         if self.abort:
             self.note(rules.unclean_shutdown())
-        if not os.path.isdir(os.path.join(self.root, "commitlog")):
+        if not os.path.isdir(sp.commitlog_dir(self.root)):
             self.note(rules.not_a_store())
 
     # -- consume queues ---------------------------------------------------------------------------
     def load_queues(self) -> None:
-        base = os.path.join(self.root, "consumequeue")
+        base = sp.consume_queue_root(self.root)
         if not os.path.isdir(base):
             return
         cqs = self.sizes.consume_queue
@@ -267,7 +268,7 @@ class Verifier(LogWalk):
 
     # -- index ------------------------------------------------------------------------------------
     def load_index(self) -> None:
-        d = os.path.join(self.root, "index")
+        d = sp.index_dir(self.root)
         if not os.path.isdir(d):
             return
         self.has_index = True
@@ -435,7 +436,7 @@ class Verifier(LogWalk):
 
     # -- checkpoint -----------------------------------------------------------------------------------
     def check_checkpoint(self) -> None:
-        path = os.path.join(self.root, "checkpoint")
+        path = sp.checkpoint_path(self.root)
         facts = {"present": os.path.lexists(path), "records": self.report.records, "max_store_ts": self.max_store_ts}
         if facts["present"]:
             try:

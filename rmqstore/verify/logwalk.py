@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import os
 
+from .. import store_paths as sp
 from ..dispatch import tags_code_of
 from ..errors import CorruptRecordError
 from ..properties import string_to_properties
@@ -35,7 +36,7 @@ class LogWalk:
 
     # -- commitlog --------------------------------------------------------------------------------
     def walk_commitlog(self) -> None:  # noqa: C901 -- one pass over the segments, one rule call per finding
-        cl = os.path.join(self.root, "commitlog")
+        cl = sp.commitlog_dir(self.root)
         if not os.path.isdir(cl):
             return
         size = self.sizes.commitlog

@@ -112,14 +112,20 @@ from dataclasses import replace
 from ..crc import crc32
 from ..layout import CHECKPOINT_FILE_SIZE
 from ..properties import KEY_SEPARATOR, KEYS, UNIQ_KEY
+from ..store_paths import COMMITLOG_DIR, offset_to_file_name
 from .report import WARNING, Problem
 
-__all__ = ["LogMap", "QueueOffsets", "record_keys", "unclean_shutdown", "not_a_store", "unlistable_folder",
+__all__ = ["LogMap", "segment_rel", "QueueOffsets", "record_keys", "unclean_shutdown", "not_a_store", "unlistable_folder",
            "listing_problems", "cannot_open", "cannot_map", "unplaced_segment", "log_start", "sizeless_segment",
            "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
            "record_problems", "recast", "TORN_TAIL", "CUT_OFF_TAIL", "log_short", "checkpoint_problems",
            "checkpoint_size", "checkpoint_unreadable", "strays_summary", "summary_line"]
+
+
+def segment_rel(start: int) -> str:
+    """The relative path (as reports name files) of the commitlog segment that starts at ``start``."""
+    return f"{COMMITLOG_DIR}/{offset_to_file_name(start)}"
 
 
 class LogMap:
@@ -236,8 +242,8 @@ def segment_gap(rel: str, start: int, expected: int | None, size: int) -> list[P
     if start < expected:
         return [Problem("overlapping_segment", rel, None, f"starts at {start}, before the previous file ends "
                         f"({expected})")]
-    return [Problem("missing_segment", f"commitlog/{off:020d}", None, f"commitlog file missing: offsets "
-                    f"{off}..{off + size - 1} are gone (the next file present is {start:020d})")
+    return [Problem("missing_segment", segment_rel(off), None, f"commitlog file missing: offsets "
+                    f"{off}..{off + size - 1} are gone (the next file present is {offset_to_file_name(start)})")
             for off in range(expected, start, size)[:10]]
 
 
@@ -356,7 +362,7 @@ def log_short(past: list[int], data_end: int, segment_size: int | None, exists) 
         return None
     first = past[0]
     start = first - first % segment_size
-    seg_path = f"commitlog/{start:020d}"
+    seg_path = segment_rel(start)
     there = exists(seg_path)
     return Problem("log_short", seg_path, first - start if there else None,
                    f"{len(past)} consume-queue unit(s)/index entr(ies) point at offsets {past[0]}..{past[-1]}, past "
