@@ -84,6 +84,8 @@ from ..verify import index_rules as ir
 from ..verify import queue_rules as qr
 from ..verify import rules
 from ..verify.files import MappedFile, QueueView
+from ..verify.logwalk import RANGE_END
+from ..walk import End
 from .commitlog_source import DEFAULT_SPLIT
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
@@ -181,17 +183,17 @@ def _range_task(spec):
         last = b >= f.size
         begin = 0 if a == 0 else find_record_start(f.buf, base, a, b)
         v.data_end = None
-        state = ("none",) if begin is None else \
+        state, at = ("none", None) if begin is None else \
             v.walk_segment(base, f, sizes.commitlog, begin, None if last else b)
-        at = state[1] if state[0] in ("unwritten", "range_end") else None
+        at = at if state in (End.UNWRITTEN, RANGE_END) else None
         summary = {
             # the queue-offset check runs across segments, in the joins
             "problems": [p for p in v.report.problems if p.kind != "queue_offset_gap"],
-            "begin": begin, "end": b, "state": state[0], "at": at,
+            "begin": begin, "end": b, "state": state, "at": at,
             "records": v.report.records, "blanks": v.report.blanks, "data_end": v.data_end,
             "max_ts": v.max_store_ts, "corrupt_regions": v.corrupt_regions,
             "nonzero": f.first_nonzero(a, min(b, f.size)),
-            "nonzero_after_end": f.first_nonzero(at, min(b, f.size)) if state[0] == "unwritten" else None,
+            "nonzero_after_end": f.first_nonzero(at, min(b, f.size)) if state == End.UNWRITTEN else None,
         }
         return sid, f.rel, a, summary, v.facts
 
@@ -207,7 +209,7 @@ def _stitch(ranges: list[dict]) -> list[int] | None:
     taken = [0]
     cursor = ranges[0]
     for i in range(1, len(ranges)):
-        if cursor["state"] != "range_end":
+        if cursor["state"] != RANGE_END:
             break
         r = ranges[i]
         if cursor["at"] >= r["end"]:
@@ -232,7 +234,7 @@ def _merge_ranges(ranges: list[dict], taken: list[int]) -> dict:
         "data_end": data_ends[-1] if data_ends else None, "max_ts": max(r["max_ts"] for r in walks),
         "corrupt_regions": [c for r in walks for c in r["corrupt_regions"]],
         "nonzero_from_0": min((r["nonzero"] for r in ranges if r["nonzero"] is not None), default=None),
-        "nonzero_after_end": None if final["state"] != "unwritten" else
+        "nonzero_after_end": None if final["state"] != End.UNWRITTEN else
         (final["nonzero_after_end"] if final["nonzero_after_end"] is not None else min(after, default=None)),
     }
 
@@ -332,9 +334,7 @@ class _SparkVerifier(Verifier):
         self.max_store_ts = max(self.max_store_ts, res["max_ts"])
         if res["data_end"] is not None:
             self.data_end = res["data_end"]
-        if res["state"] == "corrupt":
-            return ("corrupt", len(self.report.problems) - 1)
-        return (res["state"], res["at"]) if res["state"] == "unwritten" else (res["state"],)
+        return res["state"], res["at"]
 
     def check_index_file(self, ix: ir.IndexFileFacts, f: MappedFile, slots: int, num: int) -> None:
         res = self.index_results.get(ix.rel)
