@@ -68,7 +68,7 @@ __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "cons
            "parse_file_name", "grid_problem", "data_extents", "data_in", "first_nonzero", "count_nonzero",
            "file_is_all_zero", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
            "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
-           "readable_store_files", "queue_folders", "default_index_dimensions"]
+           "readable_store_files", "list_names", "queue_folders", "default_index_dimensions"]
 
 #: the largest file RocketMQ maps (``MappedFile.fileSize`` and the configured sizes are ``int``)
 MAX_FILE_SIZE = 2**31 - 1
@@ -393,7 +393,8 @@ def readable_store_files(directory, kind: str = "segment") -> FolderListing:
         return FolderListing(os.fspath(directory))
 
 
-def _names(path: str) -> list[str]:
+def list_names(path) -> list[str]:
+    """The names in folder ``path``, sorted; none when it cannot be listed (a damaged store's reader goes on)."""
     try:
         return sorted(os.listdir(path))
     except OSError:
@@ -403,8 +404,8 @@ def _names(path: str) -> list[str]:
 def queue_folders(root: str):
     """Every directory two levels under ``consumequeue/`` (where consume-queue files are), whatever its name."""
     base = consume_queue_root(root)
-    for topic in _names(base):
-        for qid in _names(os.path.join(base, topic)):
+    for topic in list_names(base):
+        for qid in list_names(os.path.join(base, topic)):
             yield os.path.join(base, topic, qid)
 
 

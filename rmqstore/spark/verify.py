@@ -77,6 +77,7 @@ from ..dispatch import tags_code_of
 from ..layout import INDEX_HEADER
 from ..properties import string_to_properties
 from ..ranges import find_record_start
+from ..reading import record_keys
 from ..store_dir import StoreSizes, grid_problem, parse_file_name, readable_store_files
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
@@ -163,7 +164,7 @@ class _SegmentWalker(Verifier):
         super().check_record(phys, rel, pos, rec, delay_levels)
         self.unbacked.clear()  # no queues here: the joins decide which records have units
         props = string_to_properties(rec.properties)
-        keys = sorted(rules.record_keys(rec.topic, props)) if self.with_keys else []
+        keys = sorted(record_keys(props)) if self.with_keys else []
         self.facts.append((self.sid, phys, rel, pos, rec.topic, rec.queue_id, rec.queue_offset, rec.sys_flag,
                            rec.sys_flag & TRANSACTION_MASK, rec.total_size, rec.store_timestamp,
                            tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels), keys))

@@ -34,7 +34,7 @@ from ..config import StoreConfig
 from ..errors import CorruptRecordError, RmqStoreError, StoreError
 from ..layout import INDEX_HEADER
 from ..record import decode_record
-from ..store_dir import (StoreSizes, data_extents, grid_problem, guess_sizes, index_size, list_store_files,
+from ..store_dir import (StoreSizes, data_extents, grid_problem, guess_sizes, index_size, list_names, list_store_files,
                          queue_folders, readable_store_files, resolve_store_root)
 from .. import store_paths as sp
 from . import index_rules as ir
@@ -207,12 +207,12 @@ class Verifier(LogWalk):
 
     def queue_dirs(self, base: str):
         """(topic, queue id, directory) of every queue directory, in listing order; odd entries reported."""
-        for topic in sorted(_listdir(base)):
+        for topic in list_names(base):
             tdir = os.path.join(base, topic)
             if not os.path.isdir(tdir):
                 self.note(qr.odd_queue_folder_entry(self.rel(tdir), topic_level=True))
                 continue
-            for qid in sorted(_listdir(tdir)):
+            for qid in list_names(tdir):
                 qdir = os.path.join(tdir, qid)
                 if not (qid.isascii() and (qid.isdigit() or (qid[:1] == "-" and qid[1:].isdigit()))) \
                         or not os.path.isdir(qdir):
@@ -450,13 +450,6 @@ class Verifier(LogWalk):
                 except (RmqStoreError, OSError) as exc:
                     facts["error"] = str(exc)
         self.note(*rules.checkpoint_problems(**facts))
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
 
 
 def verify(target, *, progress: Callable[[int, int], None] | None = None, config: StoreConfig | None = None,

@@ -20,6 +20,7 @@ import os
 from .. import store_paths as sp
 from ..dispatch import tags_code_of
 from ..properties import string_to_properties
+from ..reading import record_keys
 from ..record import decode_record
 from ..store_dir import grid_problem
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
@@ -191,7 +192,7 @@ class LogWalk:
                 self.unbacked.append((phys, rel, pos, key, qo))
         # index: entries pointing here, and entries this record needs
         entries = self.idx_at.pop(phys, None)
-        keys = rules.record_keys(rec.topic, props) if (entries or self.has_index) else set()
+        keys = record_keys(props) if (entries or self.has_index) else []
         found, unindexed = ir.record_index(self.index, phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys,
                                            entries, has_index=self.has_index, cq_horizon=self.cq_horizon)
         self.note(*found)

@@ -111,11 +111,10 @@ from dataclasses import replace
 
 from ..crc import crc32
 from ..layout import CHECKPOINT_FILE_SIZE
-from ..properties import KEY_SEPARATOR, KEYS, UNIQ_KEY
 from ..store_paths import COMMITLOG_DIR, offset_to_file_name
 from .report import WARNING, Problem
 
-__all__ = ["LogMap", "segment_rel", "QueueOffsets", "record_keys", "unclean_shutdown", "not_a_store", "unlistable_folder",
+__all__ = ["LogMap", "segment_rel", "QueueOffsets", "unclean_shutdown", "not_a_store", "unlistable_folder",
            "listing_problems", "cannot_open", "cannot_map", "unplaced_segment", "log_start", "sizeless_segment",
            "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
@@ -151,18 +150,6 @@ class LogMap:
         region = next((r for r in self.corrupt if r[0] <= offset < r[1]), None)
         return f", inside the unreadable part of {region[2]} (from position {region[3]})" if region \
             else f" ({self.where(offset)})"
-
-
-def record_keys(topic: str, props: dict) -> set[str]:
-    """The keys a record is indexed under (UNIQ_KEY and each KEYS token)."""
-    keys = set()
-    uniq = props.get(UNIQ_KEY)
-    if uniq:
-        keys.add(uniq)
-    for k in (props.get(KEYS) or "").split(KEY_SEPARATOR):
-        if k:
-            keys.add(k)
-    return keys
 
 
 # -- the store as a whole -------------------------------------------------------------------------------
