@@ -33,7 +33,7 @@ from rmqstore.record import Address, encode_message
 from rmqstore.scan import CommitLogScan
 from rmqstore.spark.rebuild import _blank_at
 from rmqstore.store import open_store
-from rmqstore.store_dir import StoreSizes
+from rmqstore.store_sizes import StoreSizes
 from rmqstore.store_paths import commitlog_dir, offset_to_file_name
 from rmqstore.verify import Verifier
 from rmqstore.verify.logwalk import RECOVERED_END

@@ -78,7 +78,8 @@ from ..layout import INDEX_HEADER
 from ..properties import string_to_properties
 from ..ranges import find_record_start
 from ..reading import record_keys
-from ..store_dir import StoreSizes, grid_problem, parse_file_name, readable_store_files
+from ..store_dir import grid_problem, parse_file_name, readable_store_files
+from ..store_sizes import StoreSizes
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
 from ..verify import index_rules as ir

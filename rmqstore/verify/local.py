@@ -34,8 +34,9 @@ from ..config import StoreConfig
 from ..errors import CorruptRecordError, RmqStoreError, StoreError
 from ..layout import INDEX_HEADER
 from ..record import decode_record
-from ..store_dir import (StoreSizes, data_extents, grid_problem, guess_sizes, index_size, list_names, list_store_files,
-                         queue_folders, readable_store_files, resolve_store_root)
+from ..store_dir import (data_extents, grid_problem, list_names, list_store_files, queue_folders, readable_store_files,
+                         resolve_store_root)
+from ..store_sizes import StoreSizes, guess_sizes, index_size
 from .. import store_paths as sp
 from . import index_rules as ir
 from . import queue_rules as qr
