@@ -27,7 +27,7 @@ import struct
 from array import array
 from collections import Counter
 from contextlib import ExitStack
-from typing import Callable
+from typing import Any, Callable
 
 from ..checkpoint import read_checkpoint
 from ..config import StoreConfig
@@ -438,7 +438,8 @@ class Verifier(LogWalk):
     # -- checkpoint -----------------------------------------------------------------------------------
     def check_checkpoint(self) -> None:
         path = sp.checkpoint_path(self.root)
-        facts = {"present": os.path.lexists(path), "records": self.report.records, "max_store_ts": self.max_store_ts}
+        facts: dict[str, Any] = {"present": os.path.lexists(path), "records": self.report.records,
+                                 "max_store_ts": self.max_store_ts}
         if facts["present"]:
             try:
                 facts["size"] = os.stat(path).st_size

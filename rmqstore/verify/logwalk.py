@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import bisect
 import os
+from array import array
+from typing import TYPE_CHECKING
 
 from .. import store_paths as sp
 from ..dispatch import tags_code_of
@@ -23,12 +25,14 @@ from ..properties import string_to_properties
 from ..reading import record_keys
 from ..record import decode_record
 from ..store_dir import grid_problem
+from ..store_sizes import StoreSizes
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from ..walk import End, walk_segment
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
 from .files import MappedFile, QueueView
+from .report import Problem, VerifyReport
 
 __all__ = ["LogWalk", "RANGE_END", "RECOVERED_END"]
 
@@ -39,7 +43,43 @@ RECOVERED_END = "recovered_end"
 
 
 class LogWalk:
-    """The commitlog phases of :class:`~rmqstore.verify.local.Verifier`."""
+    """The commitlog phases of :class:`~rmqstore.verify.local.Verifier`.
+
+    The state below is the Verifier's (set in its ``__init__``), declared here for the type
+    checker: the attributes and methods this mixin reads and writes, and nothing else.
+    """
+
+    root: str
+    sizes: StoreSizes
+    report: VerifyReport
+    abort: bool
+    cq_ext: bool
+    stop_at_recovered_end: bool
+    segments: list[tuple[int, MappedFile]]
+    seg_starts: list[int]
+    starts: array[int]
+    log: rules.LogMap
+    corrupt_regions: list[tuple[int, int, str, int]]
+    data_end: int
+    max_store_ts: int
+    unclaimed_tail: int | None
+    queues: dict[tuple[str, int], QueueView]
+    queue_offsets: rules.QueueOffsets
+    cq_horizon: int
+    unbacked: list[tuple[int, str, int, tuple[str, int], int]]
+    reported_units: set[tuple[tuple[str, int], int]]
+    index: ir.IndexMap
+    idx_at: dict[int, list[tuple[int, int, int, int]]]
+    index_max_phy: int
+    has_index: bool
+    unindexed: list[tuple[int, str, int]]
+
+    if TYPE_CHECKING:
+        def note(self, *problems: Problem | None) -> None: ...
+        def tick(self, n: int) -> None: ...
+        def rel(self, path: str) -> str: ...
+        def open(self, path: str) -> MappedFile | None: ...
+        def store_files(self, directory: str, kind: str, what: str) -> list: ...
 
     # -- commitlog --------------------------------------------------------------------------------
     def walk_commitlog(self) -> None:  # noqa: C901 -- one pass over the segments, one rule call per finding
