@@ -33,11 +33,11 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from .config import StoreConfig
-from .errors import CorruptRecordError, StoreError
+from .errors import StoreError
 from .layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT
-from .record import decode_record
 from .store_dir import list_store_files, queue_folders, readable_store_files
 from .store_paths import commitlog_dir, consume_queue_dir, consume_queue_ids, consume_queue_root, index_dir
+from .walk import End, step
 
 __all__ = ["infer_config", "commitlog_segment_size", "consume_queue_file_size", "index_dimensions", "holds_record",
            "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
@@ -45,19 +45,14 @@ __all__ = ["infer_config", "commitlog_segment_size", "consume_queue_file_size", 
 
 
 def holds_record(path: str, size: int) -> bool:
-    """True when a commitlog file starts with a record that decodes (a blank too) or with 8 zero
-    bytes (space never written): the file can tell the store's segment size."""
+    """True when a commitlog file starts with a message record, a blank or 8 zero bytes (space
+    never written) -- what :func:`rmqstore.walk.step` finds at position 0 is no damage: the file
+    can tell the store's segment size."""
     if size < 8:
         return False
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
-            if buf[:8] == bytes(8):
-                return True
-            try:
-                decode_record(buf, 0)
-            except CorruptRecordError:
-                return False
-            return True
+            return step(buf, 0).end in (None, End.BLANK, End.UNWRITTEN)
     except (OSError, ValueError):
         return False
 

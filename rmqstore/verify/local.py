@@ -47,8 +47,6 @@ from .report import DETAIL_CAP, ERROR, Problem, VerifyReport
 
 __all__ = ["verify", "prepare", "Verifier"]
 
-_ZERO8 = bytes(8)
-
 
 class Verifier(LogWalk):
     """The state of one store's verification, and its phases (see the module doc; the commitlog
