@@ -15,7 +15,7 @@ public hooks.
 
 Nothing here writes.  :func:`verify` takes an open store (its root and sizes are used; it
 does not rely on the store's in-memory positions) or a path, in which case the sizes are
-inferred tolerantly from the files (:func:`rmqstore.store_dir.guess_sizes`) so that a store
+inferred tolerantly from the files (:func:`rmqstore.store_sizes.guess_sizes`) so that a store
 too damaged to open can still be examined.
 """
 

@@ -28,7 +28,9 @@ commitlog (``commitlog/<20-digit start offset>``)
     * the size chain: a file's first record is at position 0, each record starts where the
       previous one ended, and a file ends in an END_OF_FILE blank that reaches exactly its
       end -- the only way recovery and dispatch find records is by following sizes; a
-      file that ends without a blank was cut short (a record always leaves room for one);
+      file that ends without a blank was cut short (a record always leaves room for one).
+      Where and why a file's chain ends is :func:`rmqstore.walk.step`'s to say (a blank is
+      an end by its magic, whatever size it declares: a wrong size is ``blank_size``);
     * every record decodes (magic, lengths consistent with the total size, UTF-8), its
       PHYSICALOFFSET field equals where it lies, and its body CRC matches -- recovery
       (``checkMessageAndReturnSize`` with ``checkCRCOnRecover``) truncates the log at the
