@@ -12,7 +12,7 @@ physical offset and store timestamp at the positions ``do_append`` patches; a re
 does not fit with room for an 8-byte blank ends its segment with the END_OF_FILE blank,
 as ``do_append`` does.  Consume-queue units (offset, size, Java hash of TAGS) are written
 for every record, and a checkpoint, so ``rmqstore verify`` checks the store end to end
-(``tests/test_bench_generator.py`` does that on a small one).  Several topics and queues,
+(``tests/unit/test_bench_generator.py`` does that on a small one).  Several topics and queues,
 bodies of mixed sizes (16 B .. 16 KiB), TAGS/KEYS properties.
 
 Cases (each the median of --repeat runs over the same store, files in the page cache):

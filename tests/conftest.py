@@ -32,6 +32,13 @@ settings.register_profile("ci", derandomize=True, database=None, print_blob=True
 settings.register_profile("dev")
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
 
+# the tests are grouped in folders by what they prove (README, "Tests"); helpers a test imports from
+# another (``from test_recovery import check_store``, ``from crash_writer import ...``) are found from any
+TESTS = Path(__file__).resolve().parent
+for _group in ("unit", "compat", "engine", "broker", "spark", "jupyter", "browser", ""):
+    if str(TESTS / _group) not in sys.path:
+        sys.path.append(str(TESTS / _group))
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 #: every fixture folder; ``crash`` has no ``puts`` (its manifest describes a killed run)

@@ -25,7 +25,7 @@ costs ~60 us a record; Spark then converts those objects back into Arrow.  Inste
   an empty name or value is skipped, a repeated name keeps its first position and its
   last value (rows with repeats, which Arrow cannot express cheaply, are parsed in Python).
 
-Every value equals ``rmqstore dump``'s (``tests/test_spark.py`` checks each field on
+Every value equals ``rmqstore dump``'s (``tests/spark/test_spark.py`` checks each field on
 every fixture).  Batches hold at most ``BATCH_ROWS`` rows / ``BATCH_BYTES`` record bytes.
 """
 

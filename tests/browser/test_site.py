@@ -3,7 +3,7 @@
 ``build_site`` builds every notebook of ``notebooks/`` into a temp folder -- the whole site,
 as ``rmqstore site`` makes it -- from the notebooks the suite executes anyway (the session
 cache of ``tests/conftest.py``, saved and exported with ``execute=False``, so no notebook
-runs twice; ``tests/test_site_build.py`` covers the executing build).  A static server on
+runs twice; ``tests/jupyter/test_site_build.py`` covers the executing build).  A static server on
 127.0.0.1 serves it.  The index lists the pages; following its links and every page's
 prev/next links walks the whole site; on each page the views render and respond -- the
 player steps, scrubs and plays, hovering a record field highlights exactly its bytes -- and

@@ -13,7 +13,7 @@ import ast
 import fnmatch
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "rmqstore"
 
 #: (layer name, module patterns), lowest first; fnmatch patterns over dotted module names.
@@ -109,7 +109,7 @@ def imports_of(module: str, path: Path):
 
 def test_every_module_has_a_layer():
     unplaced = sorted(m for m in MODULES if layer_of(m) is None)
-    assert not unplaced, (f"modules in no layer: {unplaced}; place each in LAYERS of tests/test_layers.py "
+    assert not unplaced, (f"modules in no layer: {unplaced}; place each in LAYERS of tests/unit/test_layers.py "
                           f"and in docs/architecture.md")
 
 

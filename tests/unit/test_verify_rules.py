@@ -22,7 +22,7 @@ from rmqstore.verify import index_rules as ir
 from rmqstore.verify import queue_rules as qr
 from rmqstore.verify import rules
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SEG = "commitlog/00000000000000001024"
 
 

@@ -32,7 +32,7 @@ import rmqstore.widgets as W  # noqa: E402
 from rmqstore.widgets._common import FIELD_TABLE  # noqa: E402
 from rmqstore.widgets.put_path_player import MODES, replay  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "data" / "sample_store"
 FIXTURES = ROOT / "tests" / "fixtures"
 

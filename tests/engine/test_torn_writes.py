@@ -3,7 +3,7 @@
 A kill lands between two machine instructions, not between two Python statements: copying
 a 20-byte unit or a 40-byte header is two overlapping stores (glibc's memmove for 17-64
 bytes), so a kill between them leaves the first 16 (or 32) bytes new and the rest old.
-The slow kill -9 loop (tests/test_crash.py) met both:
+The slow kill -9 loop (tests/engine/test_crash.py) met both:
 
 * a consume-queue unit with the right commitlog offset and size and a tags code of 0
   (its last four bytes never written): the consume-queue recovery takes it for whole, and
@@ -11,7 +11,7 @@ The slow kill -9 loop (tests/test_crash.py) met both:
 * an index file with no entry whose header held a begin time and an end time of 0 (the
   header was written field by field when the file was created).
 
-The images here are made in-process (tests/test_index_recovery.py's ``written_then_killed``:
+The images here are made in-process (tests/engine/test_index_recovery.py's ``written_then_killed``:
 a copy of an idle started store, abort file included) and then torn by hand.
 """
 

@@ -46,7 +46,7 @@ from rmqstore.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSA
 from rmqstore.verify import verify
 from rmqstore.walk import End
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parents[1]  # tests/, where the writer script lives
 WRITER = HERE / "crash_writer.py"
 CLEAN_FIXTURES = ("basic", "boundary", "txn_delay", "flush_async", "flush_sync", "flush_tsp")
 

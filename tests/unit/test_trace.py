@@ -51,7 +51,7 @@ def test_trace_matches_the_store(tmp_path, cfg):
     assert wrote[-1]["after"]["file"] == last["fileFromOffset"] and wrote[-1]["after"]["wrote"] == last["wrotePosition"]
     seen = {e["stage"] for e in events}
     expected = set(STAGES) - {"mapped_file.created", "commit", "group_commit.swap", "group_commit.wake",
-                              "ha.push", "replica.wake"}  # (replication: tests/test_ha.py)
+                              "ha.push", "replica.wake"}  # (replication: tests/broker/test_ha.py)
     if cfg.get("flush_disk_type") == "SYNC_FLUSH":
         expected |= {"group_commit.swap", "group_commit.wake"}
     if cfg.get("transient_store_pool_enable"):

@@ -24,7 +24,7 @@ spark.stop()
 def test_local_session_binds_loopback_and_prints_no_startup_noise(tmp_path):
     from pathlib import Path
 
-    store = Path(__file__).resolve().parent / "fixtures" / "basic" / "store"
+    store = Path(__file__).resolve().parents[1] / "fixtures" / "basic" / "store"
     env = {k: v for k, v in os.environ.items() if k != "SPARK_LOCAL_IP"}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(store)], capture_output=True, text=True,
                           env=env, timeout=240, cwd=tmp_path)

@@ -4,7 +4,7 @@ Equal means the whole report: counters (records, units, entries, log end...), th
 with their severity, kind, path, offset and message, in the same order (the per-kind cap
 keeps the first ones found, so the order decides which are listed), and the suppressed counts.  Checked on
 every RocketMQ fixture, on stores written by our engine, and on damaged copies -- one fault
-each, the faults of tests/test_verify.py (each must actually be found: its expected kind
+each, the faults of tests/compat/test_verify.py (each must actually be found: its expected kind
 is in the report), plus a store with damage past the per-kind cap.  The stores of a group
 go through one Spark call, as ``rmqstore spark verify A B ...`` would send them.
 """
@@ -32,7 +32,7 @@ from rmqstore.spark.verify import verify as spark_verify  # noqa: E402
 from rmqstore.sysflag import TRANSACTION_PREPARED_TYPE  # noqa: E402
 from rmqstore.verify import verify  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def assert_same(expected, got, what: str) -> None:

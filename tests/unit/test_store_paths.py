@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from rmqstore import store_paths as sp
 from rmqstore.store_dir import MAX_OFFSET, parse_file_name as store_dir_parse
 
-PACKAGE = Path(__file__).resolve().parent.parent / "rmqstore"
+PACKAGE = Path(__file__).resolve().parents[2] / "rmqstore"
 BASIC = FIXTURES / "basic" / "store"
 
 

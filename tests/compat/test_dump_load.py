@@ -532,7 +532,7 @@ def test_dump_does_not_touch_the_store(name, store):
 
 # -- the command line's modules: one-way imports, small modules ---------------------------------------
 
-_PACKAGE = Path(__file__).resolve().parent.parent / "rmqstore"
+_PACKAGE = Path(__file__).resolve().parents[2] / "rmqstore"
 
 
 def _modules_after_import(module: str) -> set[str]:

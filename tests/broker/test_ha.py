@@ -31,7 +31,7 @@ from test_put_checks import walk_commitlog
 FILE = 64 * 1024
 CQ_FILE = 20 * 50
 OK = PutMessageStatus.PUT_OK
-SLAVE_SCRIPT = Path(__file__).resolve().parent / "ha_slave.py"
+SLAVE_SCRIPT = Path(__file__).resolve().parents[1] / "ha_slave.py"
 
 
 def msg(i: int, size: int | None = None) -> Message:
@@ -448,7 +448,7 @@ def test_master_restart_slave_reconnects(make):
 
 def test_docs_show_the_declared_frames():
     """docs/ha.md carries the frame tables exactly as rmqstore.ha.frames declares them."""
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "ha.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ha.md").read_text(encoding="utf-8")
     between = doc.split("<!-- frames:begin -->\n", 1)[1].split("\n<!-- frames:end -->", 1)[0]
     assert between == frames_markdown()
 

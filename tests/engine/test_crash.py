@@ -50,7 +50,7 @@ from rmqstore.index import index_key_hash
 from rmqstore.store import MessageStore
 from rmqstore.verify import verify
 
-WRITER = Path(__file__).resolve().parent / "crash_writer.py"
+WRITER = Path(__file__).resolve().parents[1] / "crash_writer.py"
 
 
 def _kill_round(root, seed: int, round_no: int, rng: random.Random, flush: str) -> tuple[list[str], str]:

@@ -21,7 +21,7 @@ import pytest
 
 rc = pytest.importorskip("rocketmq.client")
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CONF = ("mappedFileSizeCommitLog=65536\nmappedFileSizeConsumeQueue=6000\nmaxHashSlotNum=100\nmaxIndexNum=400\n"
         "flushDiskType=SYNC_FLUSH\n")
 

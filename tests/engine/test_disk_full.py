@@ -36,7 +36,7 @@ from rmqstore import Message, MessageStore, StoreConfig
 from rmqstore.mapped_file import MappedFile
 from rmqstore.status import PutMessageStatus
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DISK_SIZE = 8 << 20
 BODY = 5000
 
