@@ -35,14 +35,16 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "rmqstore.ha", "rmqstore.ha.*",
     )),
     # reading.py is the store's read path: MessageStore's get_message and friends delegate to it
-    ("store", ("rmqstore.store", "rmqstore.reading", "rmqstore")),
+    # fast_open opens a MessageStore without walking the whole log: an opening mode of the store
+    ("store", ("rmqstore.store", "rmqstore.reading", "rmqstore", "rmqstore.fast_open")),
     ("scan/inspect/verify", (
         "rmqstore.scan", "rmqstore.inspect_store", "rmqstore.verify", "rmqstore.verify.*",
-        "rmqstore.replay",
+        "rmqstore.replay", "rmqstore.log_browser",
     )),
     ("broker/remoting", ("rmqstore.broker", "rmqstore.broker.*", "rmqstore.remoting", "rmqstore.remoting.*")),
     ("spark/widgets", ("rmqstore.spark", "rmqstore.spark.*", "rmqstore.widgets", "rmqstore.widgets.*")),
-    ("cli", ("rmqstore.cli", "rmqstore.cli.*", "rmqstore.broker.cli", "rmqstore.spark.cli")),
+    ("cli", ("rmqstore.cli", "rmqstore.cli.*", "rmqstore.commands", "rmqstore.commands.*", "rmqstore.broker.cli",
+             "rmqstore.spark.cli")),
 ]
 
 #: (importer, imported) pairs that go down-to-up today, each with why and what removes it
