@@ -34,11 +34,12 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "rmqstore.index", "rmqstore.dispatch", "rmqstore.checkpoint", "rmqstore.recovery",
         "rmqstore.ha", "rmqstore.ha.*",
     )),
-    # reading.py is the store's read path: MessageStore's get_message and friends delegate to it
+    # reading.py is the store's read path (lookup.py its lookups): MessageStore's get_message and friends
+    # delegate to it
     # fast_open opens a MessageStore without walking the whole log: an opening mode of the store
     # store_checks, store_put, store_lock: MessageStore's parts (mixins), split along RocketMQ's lines
     ("store", ("rmqstore.store", "rmqstore.store_checks", "rmqstore.store_put", "rmqstore.store_lock",
-               "rmqstore.reading", "rmqstore", "rmqstore.fast_open")),
+               "rmqstore.reading", "rmqstore.lookup", "rmqstore", "rmqstore.fast_open")),
     ("scan/inspect/verify", (
         "rmqstore.scan", "rmqstore.inspect_store", "rmqstore.verify", "rmqstore.verify.*",
         "rmqstore.replay", "rmqstore.log_browser",
