@@ -30,8 +30,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "rmqstore.mapped_file", "rmqstore.mapped_file_queue", "rmqstore.store_dir", "rmqstore.store_paths",
     )),
     ("engine services", (
-        "rmqstore.commit_log", "rmqstore.flush", "rmqstore.allocate", "rmqstore.consume_queue",
-        "rmqstore.index", "rmqstore.dispatch", "rmqstore.checkpoint", "rmqstore.recovery",
+        "rmqstore.commit_log", "rmqstore.message_encoder", "rmqstore.flush", "rmqstore.allocate",
+        "rmqstore.consume_queue", "rmqstore.index", "rmqstore.dispatch", "rmqstore.checkpoint", "rmqstore.recovery",
         "rmqstore.ha", "rmqstore.ha.*",
     )),
     # reading.py is the store's read path (lookup.py its lookups): MessageStore's get_message and friends
