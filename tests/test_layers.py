@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("engine services", (
         "rmqstore.commit_log", "rmqstore.message_encoder", "rmqstore.flush", "rmqstore.allocate",
-        "rmqstore.consume_queue", "rmqstore.index", "rmqstore.dispatch", "rmqstore.checkpoint", "rmqstore.recovery",
+        "rmqstore.consume_queue", "rmqstore.index", "rmqstore.index_file", "rmqstore.dispatch", "rmqstore.checkpoint", "rmqstore.recovery",
         "rmqstore.ha", "rmqstore.ha.*",
     )),
     # reading.py is the store's read path (lookup.py its lookups): MessageStore's get_message and friends
