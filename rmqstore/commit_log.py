@@ -161,9 +161,12 @@ class DefaultAppendMessageCallback:
             return self._blank(buf, pos, max_blank, wrote_offset, store_ts)
         # always the store's own number: a replayed record's recorded one was checked equal to it
         queue_offset = self.next_queue_offset(enc)
-        buf[pos:pos + msg_len] = enc.data
-        _QO_PHY.pack_into(buf, pos + QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
-        _I64.pack_into(buf, pos + enc.store_ts_pos, store_ts)
+        # the record is whole before it reaches the file (one copy): patched in the file, field by
+        # field, a kill between two fields left a record recovery takes for valid with a store time of 0
+        data = enc.data
+        _QO_PHY.pack_into(data, QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
+        _I64.pack_into(data, enc.store_ts_pos, store_ts)
+        buf[pos:pos + msg_len] = data
         if enc.tran_type not in _NO_QUEUE_ADVANCE:
             cl.topic_queue_table[enc.topic_queue_key] = queue_offset + 1
         return AppendMessageResult(_PUT_OK, wrote_offset, msg_len, None, store_ts, queue_offset, 1,

@@ -147,7 +147,8 @@ class MessageEncoder:
         except struct.error as exc:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(exc, (
                 (name, getattr(msg, name)) for name in _PRODUCER_INT_FIELDS)))
-        data = b"".join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
+        # (a bytearray: the put patches its offsets and store time in before copying it into the file)
+        data = bytearray(b"").join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
         return EncodedMessage(data, _STORE_TS_POS_V6 if born_v6 else _STORE_TS_POS_V4, (topic, queue_id),
                               sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
 

@@ -116,10 +116,11 @@ RocketMQ's rule.  (Index entries past the end are *not* left alone, unlike Rocke
 
 Where we knowingly differ from RocketMQ 4.9.8
 --------------------------------------------
-See :data:`DIFFERENCES` (the table is :mod:`rmqstore.recovery_differences`; the clean-up of what
-a kill leaves in the folders before all this, :mod:`rmqstore.recovery_leftovers`).  In short: a record is also invalid when its stored physical
-offset is not where it lies (our put path copies a record before it patches the offsets
-in, so a kill in between leaves a body-CRC-valid record with offset 0); a V2 record
+See :data:`DIFFERENCES` (the table is :mod:`rmqstore.recovery_differences`; the clean-up of
+what a kill leaves in the folders before all this is :mod:`rmqstore.recovery_leftovers`).  In
+short: a record is also invalid when its stored physical
+offset is not where it lies (our put path once copied a record before patching the offsets
+in, so a kill in between left a body-CRC-valid record with offset 0); a V2 record
 (RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
 are zeroed instead of left behind (RocketMQ can read them back in after a later clean
 restart); index files that start at or after the end are deleted, and entries past it

@@ -14,10 +14,11 @@ __all__ = ["DIFFERENCES"]
 #: where our recovery deliberately differs from Apache RocketMQ 4.9.8
 DIFFERENCES = {
     "physical_offset": "A record whose stored PHYSICALOFFSET is not its position in the log is invalid "
-                       "(ends the log). RocketMQ does not look at it. Our put path copies the encoded record "
-                       "into the file and then patches queue offset, physical offset and store timestamp, so a "
-                       "kill in between leaves a record with a valid body CRC and offsets 0; RocketMQ's encoder "
-                       "patches before copying and cannot leave one.",
+                       "(ends the log). RocketMQ does not look at it. Our put path once copied the record into "
+                       "the file and then patched its queue offset, physical offset and store time there, field "
+                       "by field: a kill in between left a record with a valid body CRC and offsets 0 (or a store "
+                       "time of 0). It now patches before copying, as RocketMQ's encoder does; the check stays, "
+                       "for files written by the old code.",
     "v2_records": "A V2 record (RocketMQ 5.x magic 0xDAA320AB) is validated and kept; 4.9.8 only knows V1 "
                   "and would end the log at it.",
     "record_checks": "Record validation uses our decoder, which rejects a few layouts no writer produces "

@@ -372,3 +372,23 @@ def test_a_message_with_no_born_time_says_so(tmp_path):
 def test_dump_help_says_the_body_is_hex(capsys):
     code, _, _ = _cli(["dump", "--help"])
     assert code == 0 and "hex" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("columns", ["100", "140"])
+def test_plain_tables_fold_long_text_to_the_width(monkeypatch, columns):
+    """Plain output (a pipe, a notebook) folds the free-text column of a table so each line fits the
+    width (``COLUMNS``, else 120): a notebook folds a longer line at its own edge, and every column
+    after the text then lands on the next line (notebook 07's verify table did)."""
+    monkeypatch.setenv("COLUMNS", columns)
+    code, out, _ = _cli(["verify", FIXTURES / "crash" / "store"])
+    assert code == 0
+    table = out.split("problems\n", 1)[1].splitlines()
+    assert max(len(ln) for ln in table) <= int(columns), table
+    header = table[0].split()
+    assert header == ["where", "what", "kind"]
+    kinds = [ln.split()[-1] for ln in table[1:] if ln.startswith("WARNING")]
+    assert kinds == ["unclean_shutdown", "preallocated_segment"], table
+    # the folded text reads back whole
+    what_at, kind_at = table[0].index("what"), table[0].index("kind")
+    text = " ".join(ln[what_at:kind_at].strip() for ln in table[1:])
+    assert "unclean shutdown (abort file present): the last run did not stop cleanly; the next start runs" in text

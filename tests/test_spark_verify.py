@@ -276,8 +276,8 @@ def test_damage_at_a_range_boundary_rewalks_the_segment(spark, tmp_path, monkeyp
     root = copy_store("basic", str(tmp_path))
     flip(root / rel, pos + 88, 0x01)
     stitched = []
-    real = spark_verify_module._stitch
-    monkeypatch.setattr(spark_verify_module, "_stitch", lambda ranges: stitched.append(real(ranges)) or stitched[-1])
+    real = spark_verify_module.stitch_ranges
+    monkeypatch.setattr(spark_verify_module, "stitch_ranges", lambda ranges: stitched.append(real(ranges)) or stitched[-1])
     split = pos - 10  # the boundary falls just before the damaged record (inside the one before it)
     got = spark_verify(spark, root, split_size=split)
     assert None in stitched  # the fallback ran

@@ -151,3 +151,43 @@ def test_a_first_index_file_with_a_torn_header_ends_where_it_begins(tmp_path):
         assert struct.unpack_from(">qqqq", service.index_files[0].buf, 0) == (BASE_TS, BASE_TS, 5000, 5000)
     finally:
         service.shutdown()
+
+
+class _RecordingFile:
+    """A file's bytes that remember every write (slice assignment); no buffer protocol, so a
+    field patched in place (``struct.pack_into``) cannot reach it unseen."""
+
+    def __init__(self, size: int):
+        self.bytes = bytearray(size)
+        self.writes: list[tuple[int, int]] = []
+
+    def __setitem__(self, key, value):
+        self.writes.append((key.start, key.stop))
+        self.bytes[key] = value
+
+    def __getitem__(self, key):
+        return self.bytes[key]
+
+
+def test_a_put_writes_its_record_finished_in_one_copy(tmp_path):
+    """A record reaches the file once, its queue offset, physical offset and store time already in
+    it.  The put path once copied the record and then patched those fields in the file one by one;
+    a kill after the physical offset and before the store time left a record recovery takes for
+    valid with store time 0 -- and an index file whose end time became 0 when recovery indexed it
+    (the slow crash loop's "beginTimestamp ... is after endTimestamp 0")."""
+    from rmqstore.commit_log import DefaultAppendMessageCallback
+    from rmqstore.config import StoreConfig
+    from rmqstore.message import Message
+    from rmqstore.record import decode_record
+
+    with MessageStore(tmp_path / "s", StoreConfig(mapped_file_size_commit_log=65536)) as store:
+        cl = store.commit_log
+        enc = cl.encode(Message("TornTopic", b"body", queue_id=1, properties="KEYS\x01k1"))
+        cl.current_store_timestamp = BASE_TS + 123
+        cl.topic_queue_table[("TornTopic", 1)] = 41
+        f = _RecordingFile(4096)
+        result = DefaultAppendMessageCallback(cl).do_append(65536, f, 100, 4096 - 100, enc)
+        assert f.writes == [(100, 100 + enc.length)]
+        rec = decode_record(f.bytes, 100, check_crc=True)
+        assert (rec.physical_offset, rec.queue_offset, rec.store_timestamp) == (65636, 41, BASE_TS + 123)
+        assert (result.wrote_offset, result.logics_offset) == (65636, 41)

@@ -82,7 +82,8 @@ from rmqstore.broker.send import V2_FIELDS  # noqa: E402
 from rmqstore.properties import string_to_properties  # noqa: E402
 from rmqstore.record import decode_message_id  # noqa: E402
 from rmqstore.remoting import RequestCode, ResponseCode, decode_frame  # noqa: E402
-from rmqstore.trace import SEND_STAGES, WIRE_STAGES, record_send, send_frame, trace_broker  # noqa: E402
+from rmqstore.recording import record_send, send_frame, trace_broker  # noqa: E402
+from rmqstore.trace import SEND_STAGES, WIRE_STAGES  # noqa: E402
 
 CHECKS = ["send.check.broker_permission", "send.check.topic_name", "send.check.system_topic",
           "send.check.topic_config", "send.check.auto_create", "send.check.queue_id", "send.check.topic_permission"]

@@ -325,6 +325,23 @@ def test_torn_tail_is_a_warning_while_nothing_points_at_it(tmp_path):
     assert ("undecodable_record", f"commitlog/{seg.name}:{pos}") in [(p.kind, p.where) for p in report.errors]
 
 
+def test_a_blank_is_the_end_of_its_file_whatever_size_it_declares(tmp_path):
+    """The walk's rule (RocketMQ's): a blank ends the file by its magic; verify says what is wrong
+    with its size (blank_size) and reads on in the next file -- the chain does not break there."""
+    size = (store_root("basic") / "commitlog" / "00000000000000000000").stat().st_size
+    off = next(off for off, rec in records_of("basic") if isinstance(rec, BlankRecord))
+    root = copy_store("basic", str(tmp_path))
+    seg = root / "commitlog" / "00000000000000000000"
+    pos = off % size
+    with open(seg, "r+b") as f:
+        f.seek(pos)
+        f.write(struct.pack(">i", size - pos + 16))  # 16 bytes past the end of the file
+    report = verify(root)
+    assert [(p.kind, p.where) for p in report.errors] == [("blank_size", f"commitlog/{seg.name}:{pos}")]
+    assert f"declares {size - pos + 16} bytes, reaching {size + 16}" in report.errors[0].message
+    assert report.records == verify(store_root("basic")).records  # the next files are read as before
+
+
 def test_a_damaged_last_record_that_units_point_at_is_an_error(tmp_path):
     """Where the log stops on bytes that units point at, they are a lost record, not leftovers."""
     for name in FAULT_STORES:

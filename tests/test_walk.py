@@ -33,6 +33,10 @@ from rmqstore.record import Address, encode_message
 from rmqstore.scan import CommitLogScan
 from rmqstore.spark.rebuild import _blank_at
 from rmqstore.store import open_store
+from rmqstore.store_sizes import StoreSizes
+from rmqstore.store_paths import commitlog_dir, offset_to_file_name
+from rmqstore.verify import Verifier
+from rmqstore.verify.logwalk import RECOVERED_END
 from rmqstore.walk import End, LogEnd, step, walk_segment
 
 SEG = 65536
@@ -162,8 +166,23 @@ def _by_open_fast(buf, base, d):
     return info["end"], info["end_kind"]
 
 
-LENIENT = (_by_fastscan, _by_dispatch, _by_scan, _by_inspect, _by_test_walk)
-STRICT_CRC = (_by_recovery, _by_ranges)
+def _by_verify(buf, base, d, *, recovered_end=False):
+    """verify's walk of one segment; with ``recovered_end`` (verify's whole-store walk) it stops at a
+    record recovery rejects -- the strict walk's end, since nothing here points past it."""
+    v = Verifier(d, StoreSizes(commitlog=SEG))
+    v.stop_at_recovered_end = recovered_end
+    with v.stack:
+        f = v.open(os.path.join(commitlog_dir(d), offset_to_file_name(base)))
+        state, pos = v.walk_segment(base, f, SEG)
+    return base + pos, End.CORRUPT if state == RECOVERED_END else state
+
+
+def _by_verify_whole_store(buf, base, d):
+    return _by_verify(buf, base, d, recovered_end=True)
+
+
+LENIENT = (_by_fastscan, _by_dispatch, _by_scan, _by_inspect, _by_test_walk, _by_verify)
+STRICT_CRC = (_by_recovery, _by_ranges, _by_verify_whole_store)
 STRICT = (_by_open_fast,)
 
 

@@ -24,7 +24,7 @@ go the same way:
 With a ``tracer`` set (:mod:`rmqstore.trace`, off by default), every check is an event
 ``send.check.<name>`` with its outcome (``status`` OK or the refusing response code, and the
 remark), followed by ``send.message`` (the inner message as it goes to the store) and
-``send.response``; :func:`rmqstore.trace.record_send` puts them in one trace with the frame's
+``send.response``; :func:`rmqstore.recording.record_send` puts them in one trace with the frame's
 bytes before them and the store's stages after.
 """
 

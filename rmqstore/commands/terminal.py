@@ -15,7 +15,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
+import textwrap
 import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
@@ -76,6 +78,25 @@ def positive_int(text: str) -> int:
 
 
 # -- human output: rich on a terminal, aligned plain text otherwise ----------------------------------
+
+def _plain_width() -> int:
+    """The width plain output folds to: ``COLUMNS``, the terminal's, or 120 (a pipe, a notebook)."""
+    return max(shutil.get_terminal_size((120, 24)).columns, 60)
+
+
+def _plain_widths(headers, rows, wrap, limit: int) -> list[int]:
+    """Column widths for plain text: each column as wide as its widest cell, except that the
+    columns in ``wrap`` (long free text) narrow so a line fits in ``limit`` -- a notebook shows
+    a longer line folded at its own edge, breaking every column after it."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    wrapped = [i for i in wrap if i < len(widths)]
+    over = sum(widths) + 2 * (len(widths) - 1) - limit
+    if not wrapped or over <= 0:
+        return widths
+    fixed = sum(w for i, w in enumerate(widths) if i not in wrapped) + 2 * (len(widths) - 1)
+    share = max((limit - fixed) // len(wrapped), 24)
+    return [min(w, share) if i in wrapped else w for i, w in enumerate(widths)]
+
 
 class Out:
     """Key/value blocks and tables: rich when stdout is a terminal, plain aligned text when not."""
@@ -146,11 +167,17 @@ class Out:
         out = self.io.stdout
         if title:
             out.write(title + "\n")
-        widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+        widths = _plain_widths(headers, rows, wrap, _plain_width())
 
         def fmt(cells):
-            parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(cells)]
-            return "  ".join(parts).rstrip() + "\n"
+            folded = [textwrap.wrap(c, widths[i], break_on_hyphens=False) or [""] if i in wrap else [c]
+                      for i, c in enumerate(cells)]
+            lines = []
+            for n in range(max(len(f) for f in folded)):
+                parts = [(f[n] if n < len(f) else "") for f in folded]
+                parts = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(parts)]
+                lines.append("  ".join(parts).rstrip() + "\n")
+            return "".join(lines)
 
         out.write(fmt(headers))
         for r in rows:

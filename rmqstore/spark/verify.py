@@ -62,6 +62,9 @@ the same order.
 
 Several stores run together: every row carries the store's number (``sid``), so each
 phase is one Spark job for all of them.  Reading never writes to a store (read-only maps).
+
+This module is the driver; what runs in tasks -- the per-file reads, the stitching of a
+segment's ranges, the partition functions of the joins -- is :mod:`rmqstore.spark.verify_tasks`.
 """
 
 from __future__ import annotations
@@ -69,205 +72,26 @@ from __future__ import annotations
 import os
 from collections import Counter
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import Callable
 
-from ..dispatch import tags_code_of
-from ..layout import INDEX_HEADER
-from ..properties import string_to_properties
-from ..ranges import find_record_start
-from ..store_dir import StoreSizes, grid_problem, parse_file_name, readable_store_files
-from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from .. import store_paths as sp
+from ..store_dir import grid_problem, parse_file_name, readable_store_files
+from ..store_sizes import StoreSizes
+from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from ..verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
 from ..verify import index_rules as ir
 from ..verify import queue_rules as qr
-from ..verify import rules
 from ..verify.files import MappedFile, QueueView
 from .commitlog_source import DEFAULT_SPLIT
+from .verify_tasks import (ENTRIES_SCHEMA, NO_CAP, RECORD_FACTS_SCHEMA, UNITS_SCHEMA, StoreContext, index_task,
+                           merge_ranges, merge_unbacked, queue_gap_rows, queue_task, range_task, record_index_rows, stray_unit_rows,
+                           stitch_ranges, unbacked_record_rows, unit_match_rows, unresolved_entry_rows)
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
 
-#: one row per readable message record (``sid``: the store's number in the call)
-RECORD_FACTS_SCHEMA = ("sid int, phys bigint, rel string, pos bigint, topic string, qid int, qo bigint, "
-                       "sys_flag int, txn int, size int, ts bigint, want bigint, keys array<string>")
-#: one row per consume-queue unit in [min, max) of its queue
-UNITS_SCHEMA = "sid int, topic string, qid int, qorder int, n bigint, offset bigint, usize int, tags bigint"
-#: one row per index entry (``fnum``: the file's number among the store's index files)
-ENTRIES_SCHEMA = "sid int, phy bigint, fnum int, n int, h int, td int"
-
 _DISPATCHED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
-_NO_CAP = float("inf")
 _LAST = 1 << 80  # sorts after every offset
 _TASK_BYTES = 256 << 20  # file bytes per task, about
-
-
-# -- what a task knows about its store --------------------------------------------------------------
-
-@dataclass
-class _Context:
-    """The small metadata of one store that the cross checks need, shipped to every task."""
-
-    root: str
-    sizes: StoreSizes
-    cq_ext: bool
-    queues: dict = field(default_factory=dict)  # (topic, qid) -> (rel, min, max)
-    index_files: list = field(default_factory=list)  # rmqstore.verify.index_rules.IndexFileFacts
-    segments: list = field(default_factory=list)  # (start, rel, size)
-    corrupt_regions: list = field(default_factory=list)
-    data_end: int = 0
-    log_start: int | None = None  # None: the log has no segment
-    cq_horizon: int = -1
-    reported_units: set = field(default_factory=set)
-    forward_pointed: set = field(default_factory=set)  # offsets a stray unit points at (no reverse check)
-
-
-class _Views:
-    """What the rules take about one store, built once per task from its :class:`_Context`."""
-
-    def __init__(self, ctx: _Context):
-        self.ctx = ctx
-        self.log = rules.LogMap(ctx.segments, ctx.corrupt_regions)
-        self.index = ir.IndexMap(ctx.index_files, ctx.sizes.slots)
-        self.cq_size = ctx.sizes.consume_queue or 6_000_000
-
-    def unit_place(self, key: tuple[str, int], n: int) -> tuple[str, int]:
-        return qr.unit_place(self.ctx.queues[key][0], n, self.cq_size)
-
-
-def _views(cache: dict, ctxs, sid: int) -> _Views:
-    v = cache.get(sid)
-    if v is None:
-        v = cache[sid] = _Views(ctxs[sid])
-    return v
-
-
-def _found(sid: int, order: tuple, problems) -> list:
-    """Problems a rule found, as rows (sid, "problem", order, i, Problem)."""
-    return [(sid, "problem", order, i, p) for i, p in enumerate(p for p in problems if p is not None)]
-
-
-# -- tasks: one file or one directory each ------------------------------------------------------------
-
-class _SegmentWalker(Verifier):
-    """The single-process walk of one segment, keeping each record's facts for the joins."""
-
-    def __init__(self, root: str, sizes: StoreSizes, sid: int, with_keys: bool):
-        super().__init__(root, sizes, None, _NO_CAP)
-        self.sid, self.with_keys = sid, with_keys
-        self.facts: list[tuple] = []
-
-    def check_record(self, phys, rel, pos, rec, delay_levels) -> None:
-        super().check_record(phys, rel, pos, rec, delay_levels)
-        self.unbacked.clear()  # no queues here: the joins decide which records have units
-        props = string_to_properties(rec.properties)
-        keys = sorted(rules.record_keys(rec.topic, props)) if self.with_keys else []
-        self.facts.append((self.sid, phys, rel, pos, rec.topic, rec.queue_id, rec.queue_offset, rec.sys_flag,
-                           rec.sys_flag & TRANSACTION_MASK, rec.total_size, rec.store_timestamp,
-                           tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels), keys))
-
-
-def _range_task(spec):
-    """Walk the records of one segment that start in the byte range [a, b):
-    (sid, rel, a, summary or None, record facts).  The whole segment is the range (0, size)."""
-    sid, root, sizes, with_keys, path, a, b = spec
-    v = _SegmentWalker(root, sizes, sid, with_keys)
-    with v.stack:
-        f = v.open(path)
-        if f is None:
-            return sid, v.rel(path), a, None, []
-        base = parse_file_name(os.path.basename(path))
-        b = min(b, f.size) if a else b  # the first range always walks (an empty file has no blank)
-        last = b >= f.size
-        begin = 0 if a == 0 else find_record_start(f.buf, base, a, b)
-        v.data_end = None
-        state = ("none",) if begin is None else \
-            v.walk_segment(base, f, sizes.commitlog, begin, None if last else b)
-        at = state[1] if state[0] in ("unwritten", "range_end") else None
-        summary = {
-            # the queue-offset check runs across segments, in the joins
-            "problems": [p for p in v.report.problems if p.kind != "queue_offset_gap"],
-            "begin": begin, "end": b, "state": state[0], "at": at,
-            "records": v.report.records, "blanks": v.report.blanks, "data_end": v.data_end,
-            "max_ts": v.max_store_ts, "corrupt_regions": v.corrupt_regions,
-            "nonzero": f.first_nonzero(a, min(b, f.size)),
-            "nonzero_after_end": f.first_nonzero(at, min(b, f.size)) if state[0] == "unwritten" else None,
-        }
-        return sid, f.rel, a, summary, v.facts
-
-
-def _stitch(ranges: list[dict]) -> list[int] | None:
-    """Which ranges of one segment (in order) hold the sequential walk: their indexes, or None when
-    a range did not start where the walk before it ended (damage at a boundary: walk it whole).
-
-    A range's walk is the sequential one exactly when it begins where the previous range's walk
-    stopped (the first record start at or after the boundary); a range that the previous walk
-    jumped over entirely (one record spanning it) holds nothing; after a walk that ended the
-    segment (blank, zeros, damage, end of file) later ranges hold nothing."""
-    taken = [0]
-    cursor = ranges[0]
-    for i in range(1, len(ranges)):
-        if cursor["state"] != "range_end":
-            break
-        r = ranges[i]
-        if cursor["at"] >= r["end"]:
-            continue  # one record covers this whole range
-        if r["begin"] != cursor["at"]:
-            return None
-        taken.append(i)
-        cursor = r
-    return taken
-
-
-def _merge_ranges(ranges: list[dict], taken: list[int]) -> dict:
-    """One segment's summary from its ranges' walks (``taken``) and zero scans (all ranges)."""
-    walks = [ranges[i] for i in taken]
-    final = walks[-1]
-    after = [r["nonzero"] for r in ranges[taken[-1] + 1:] if r["nonzero"] is not None]
-    data_ends = [r["data_end"] for r in walks if r["data_end"] is not None]
-    return {
-        "problems": [p for r in walks for p in r["problems"]],
-        "state": final["state"], "at": final["at"],
-        "records": sum(r["records"] for r in walks), "blanks": sum(r["blanks"] for r in walks),
-        "data_end": data_ends[-1] if data_ends else None, "max_ts": max(r["max_ts"] for r in walks),
-        "corrupt_regions": [c for r in walks for c in r["corrupt_regions"]],
-        "nonzero_from_0": min((r["nonzero"] for r in ranges if r["nonzero"] is not None), default=None),
-        "nonzero_after_end": None if final["state"] != "unwritten" else
-        (final["nonzero_after_end"] if final["nonzero_after_end"] is not None else min(after, default=None)),
-    }
-
-
-def _queue_task(spec):
-    """Read one queue directory: (sid, qorder, summary, units in [min, max))."""
-    sid, qorder, root, sizes, topic, qid, qdir = spec
-    v = Verifier(root, sizes, None, _NO_CAP)
-    with v.stack:
-        q = QueueView(topic, qid, v.rel(qdir))
-        ok = v.load_queue(q, qdir, sizes.consume_queue)
-        units = []
-        if ok:
-            for n in q.present_units():
-                u = q.unit(n, sizes.consume_queue)
-                if u is not None:
-                    units.append((sid, topic, qid, qorder, n, u[0], u[1], u[2]))
-        summary = {"ok": ok, "rel": q.rel, "min": q.min, "max": q.max, "horizon": q.horizon,
-                   "units": v.report.units, "problems": list(v.report.problems),
-                   "reported": [key_n for key_n in v.reported_units]}
-    return sid, qorder, summary, units
-
-
-def _index_task(spec):
-    """Check one index file: (sid, rel, summary or None, entries as (phy, n, hash, time diff))."""
-    sid, root, sizes, path = spec
-    v = Verifier(root, sizes, None, _NO_CAP)
-    with v.stack:
-        f = v.open(path)
-        if f is None or f.size < 40:
-            return sid, v.rel(path), None, []
-        ix = ir.IndexFileFacts.of(f.rel, INDEX_HEADER.unpack_from(f.buf))
-        v.check_index_file(ix, f, sizes.slots, sizes.entries)
-        entries = [(phy, n, h, td) for phy, at in v.idx_at.items() for _, n, h, td in at]
-        return sid, f.rel, {"problems": list(v.report.problems), "usable": ix.usable,
-                            "entries": v.report.entries}, entries
 
 
 # -- the driver side of one store -------------------------------------------------------------------
@@ -276,7 +100,7 @@ class _SparkVerifier(Verifier):
     """The single-process verifier with its per-file walks answered from task summaries."""
 
     def __init__(self, root: str, sizes: StoreSizes, cap: int, prepared: list):
-        super().__init__(root, sizes, None, _NO_CAP)  # the cap is applied at the end, in the walk's order
+        super().__init__(root, sizes, None, NO_CAP)  # the cap is applied at the end, in the walk's order
         self.final_cap, self.prepared = cap, prepared
         self.segment_results: dict[str, dict] = {}
         self.index_results: dict[str, dict] = {}
@@ -307,7 +131,7 @@ class _SparkVerifier(Verifier):
 
     def open(self, path: str):
         start = parse_file_name(os.path.basename(path))
-        if os.path.basename(os.path.dirname(path)) == "commitlog" and start is not None:
+        if sp.is_commitlog_dir(os.path.dirname(path)) and start is not None:
             self.stamp = (4, start, -1)  # a segment's file checks come before its records
         return super().open(path)
 
@@ -331,9 +155,7 @@ class _SparkVerifier(Verifier):
         self.max_store_ts = max(self.max_store_ts, res["max_ts"])
         if res["data_end"] is not None:
             self.data_end = res["data_end"]
-        if res["state"] == "corrupt":
-            return ("corrupt", len(self.report.problems) - 1)
-        return (res["state"], res["at"]) if res["state"] == "unwritten" else (res["state"],)
+        return res["state"], res["at"]
 
     def check_index_file(self, ix: ir.IndexFileFacts, f: MappedFile, slots: int, num: int) -> None:
         res = self.index_results.get(ix.rel)
@@ -343,8 +165,8 @@ class _SparkVerifier(Verifier):
         ix.usable = res["usable"]
         self.report.entries += res["entries"]
 
-    def context(self) -> _Context:
-        return _Context(
+    def context(self) -> StoreContext:
+        return StoreContext(
             self.root, self.sizes, self.cq_ext,
             {key: (q.rel, q.min, q.max) for key, q in self.queues.items()},
             list(self.index_files), [(start, f.rel, f.size) for start, f in self.segments],
@@ -407,13 +229,13 @@ class _Run:
     def load_queues(self) -> None:
         specs = []
         for sid, v in enumerate(self.vs):
-            base = os.path.join(v.root, "consumequeue")
+            base = sp.consume_queue_root(v.root)
             if os.path.isdir(base):
                 v.stamp = (2, len(specs), 0)  # odd directory entries come before the queue after them
                 for topic, qid, qdir in v.queue_dirs(base):
                     specs.append((sid, len(specs), v.root, v.sizes, topic, qid, qdir))
                     v.stamp = (2, len(specs), 0)
-        rdd = self._tasks(_queue_task, specs, [_dir_bytes(s[-1]) for s in specs])
+        rdd = self._tasks(queue_task, specs, [_dir_bytes(s[-1]) for s in specs])
         for sid, qorder, res, _ in sorted(rdd.map(lambda r: r[:3] + (None,)).collect(), key=lambda r: r[1]):
             v = self.vs[sid]
             v.stamp = (2, qorder, 1)
@@ -434,10 +256,10 @@ class _Run:
     def load_index(self) -> None:
         specs = []
         for sid, v in enumerate(self.vs):
-            d = os.path.join(v.root, "index")
+            d = sp.index_dir(v.root)
             if v.sizes.slots and os.path.isdir(d):
                 specs += [(sid, v.root, v.sizes, f.path) for f in readable_store_files(d, "index").files]
-        rdd = self._tasks(_index_task, specs, [_file_bytes(s[-1]) for s in specs])
+        rdd = self._tasks(index_task, specs, [_file_bytes(s[-1]) for s in specs])
         for sid, rel, res, _ in rdd.map(lambda r: r[:3] + (None,)).collect():
             if res is not None:
                 self.vs[sid].index_results[rel] = res
@@ -453,14 +275,14 @@ class _Run:
     def walk_commitlog(self) -> None:
         specs = []
         for sid, v in enumerate(self.vs):
-            cl = os.path.join(v.root, "commitlog")
+            cl = sp.commitlog_dir(v.root)
             if v.sizes.commitlog and v.sizes.commitlog > 8 and os.path.isdir(cl):
                 for f in readable_store_files(cl).files:
                     if grid_problem(f.offset, v.sizes.commitlog) is not None:
                         continue  # reported by the walk on the driver, never read
                     specs += [(sid, v.root, v.sizes, bool(v.index_files), f.path, a, a + self.split)
                               for a in range(0, max(f.size, 1), self.split)]
-        rdd = self._tasks(_range_task, specs, [s[-1] - s[-2] for s in specs])
+        rdd = self._tasks(range_task, specs, [s[-1] - s[-2] for s in specs])
         by_segment: dict[tuple[int, str], list] = {}
         for sid, rel, a, res, _ in rdd.map(lambda r: r[:4] + (None,)).collect():
             if res is not None:
@@ -468,18 +290,18 @@ class _Run:
         taken, again = set(), []
         for (sid, rel), got in by_segment.items():
             ranges = [res for _, res in sorted(got, key=lambda g: g[0])]
-            which = _stitch(ranges)
+            which = stitch_ranges(ranges)
             if which is None:
                 again.append(next(s for s in specs if s[0] == sid and self.vs[sid].rel(s[4]) == rel and s[5] == 0))
                 continue
             taken.update((sid, rel, sorted(got, key=lambda g: g[0])[i][0]) for i in which)
-            self.vs[sid].segment_results[rel] = _merge_ranges(ranges, which)
+            self.vs[sid].segment_results[rel] = merge_ranges(ranges, which)
         facts = rdd.filter(lambda r: (r[0], r[1], r[2]) in taken).flatMap(lambda r: r[4])
         if again:  # damage at a range boundary: those segments walked whole, from position 0
-            whole = self._tasks(_range_task, [s[:5] + (0, 1 << 62) for s in again], [0] * len(again))
+            whole = self._tasks(range_task, [s[:5] + (0, 1 << 62) for s in again], [0] * len(again))
             for sid, rel, _, res, _ in whole.map(lambda r: r[:4] + (None,)).collect():
                 if res is not None:
-                    self.vs[sid].segment_results[rel] = _merge_ranges([res], [0])
+                    self.vs[sid].segment_results[rel] = merge_ranges([res], [0])
             facts = facts.union(whole.flatMap(lambda r: r[4]))
         for v in self.vs:
             v.walk_commitlog()
@@ -500,11 +322,11 @@ class _Run:
         # a match that disagrees (size, tags code)
         out = matched.where((F.col("u.usize") != F.col("r.size")) | (F.col("u.tags") != F.col("r.want"))) \
             .select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.qid", "u.n", "u.offset", "u.usize", "u.tags",
-                    "r.size", "r.want").rdd.mapPartitions(lambda it: _compare(ctxs, it))
+                    "r.size", "r.want").rdd.mapPartitions(lambda it: unit_match_rows(ctxs, it))
         # queue offsets per queue in log order: repartitioned by queue, sorted by offset, streamed
         by_queue = dispatched.select("sid", "topic", "qid", "phys", "rel", "pos", "qo") \
             .repartition("sid", "topic", "qid").sortWithinPartitions("sid", "topic", "qid", "phys")
-        out = out.union(by_queue.rdd.mapPartitions(lambda it: _queue_gaps(ctxs, it)))
+        out = out.union(by_queue.rdd.mapPartitions(lambda it: queue_gap_rows(ctxs, it)))
         # index entries at each record, and keys without an entry
         if any(v.index_files for v in self.vs):
             out = out.union(self._record_index_rows())
@@ -532,7 +354,7 @@ class _Run:
                             | (in_range & (F.size("r.keys") > 0) & (F.col("r.txn") != TRANSACTION_ROLLBACK_TYPE)))
         ctxs = self.ctxs
         return cand.select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.txn", "r.ts", "r.keys",
-                           "e.entries").rdd.mapPartitions(lambda it: _record_index(ctxs, it))
+                           "e.entries").rdd.mapPartitions(lambda it: record_index_rows(ctxs, it))
 
     def _add_rows(self, phase: int, rows) -> None:
         by_store: dict[int, list] = {}
@@ -555,7 +377,7 @@ class _Run:
         joined = left.join(target, (left["sid"] == target["tsid"]) & (left["offset"] == target["tphys"]), "left") \
             .join(backed, (F.col("tsid") == F.col("msid")) & (F.col("tphys") == F.col("mphys")), "left")
         ctxs = self.ctxs
-        out = joined.rdd.mapPartitions(lambda it: _forward(ctxs, it)).collect()
+        out = joined.rdd.mapPartitions(lambda it: stray_unit_rows(ctxs, it)).collect()
         self._sort_out(out, 6, qr.expired_units,
                        {"pointed": "forward_pointed", "blamed": "blamed_records", "reported": "reported_units"})
         self.ctxs = [v.context() for v in self.vs]
@@ -575,7 +397,7 @@ class _Run:
         joined = unbacked.join(units, ["sid", "topic", "qid", "qo"], "left")
         ctxs = self.ctxs
         # one job: problems pass through, missing units and undispatched records are aggregated
-        out = joined.rdd.mapPartitions(lambda it: _reverse(ctxs, it)).reduceByKey(_merge_unbacked).collect()
+        out = joined.rdd.mapPartitions(lambda it: unbacked_record_rows(ctxs, it)).reduceByKey(merge_unbacked).collect()
         problems, undispatched = [], {}
         by_store: dict[int, list] = {}
         for key, (tag, value) in out:
@@ -600,7 +422,7 @@ class _Run:
         first = F.min(F.struct("fnum", "n")).over(Window.partitionBy("sid", "phy"))
         left = left.withColumn("first", first)
         ctxs = self.ctxs
-        out = left.rdd.mapPartitions(lambda it: _unresolved(ctxs, it)).collect()
+        out = left.rdd.mapPartitions(lambda it: unresolved_entry_rows(ctxs, it)).collect()
         self._sort_out(out, 9, ir.expired_entries)
 
     def _sort_out(self, out, phase: int, report_expired, marks: dict[str, str] | None = None) -> None:
@@ -644,119 +466,6 @@ def _file_bytes(path: str) -> int:
 
 def _dir_bytes(path: str) -> int:
     return sum(f.size for f in readable_store_files(path).files)
-
-
-# -- partition functions (run in tasks) -----------------------------------------------------------------
-
-def _queue_gaps(ctxs, rows):
-    lines: dict[int, rules.QueueOffsets] = {}
-    for row in rows:
-        line = lines.get(row.sid) or lines.setdefault(row.sid, rules.QueueOffsets())
-        # at one record: its walk checks (0), queue offset (2), unit (3), index (4)
-        yield from _found(row.sid, (row.phys, 2), [line.step(row.phys, row.rel, row.pos, (row.topic, row.qid), row.qo)])
-
-
-def _compare(ctxs, rows):
-    cache: dict[int, _Views] = {}
-    for row in rows:
-        views = _views(cache, ctxs, row.sid)
-        key = (row.topic, row.qid)
-        cq_rel, upos = views.unit_place(key, row.n)
-        found = qr.unit_vs_record(cq_rel, upos, row.n, row.topic, row.qid, (row.offset, row.usize, row.tags),
-                                  row.size, row.want, row.phys, row.rel, row.pos, views.ctx.cq_ext)
-        yield from _found(row.sid, (row.phys, 3), found)
-        if found:
-            yield row.sid, "reported", (key, row.n)
-
-
-def _record_index(ctxs, rows):
-    cache: dict[int, _Views] = {}
-    for row in rows:
-        views = _views(cache, ctxs, row.sid)
-        entries = [tuple(e) for e in row.entries] if row.entries else None
-        # records outside every index file are not looked at here (has_index False)
-        found, _ = ir.record_index(views.index, row.phys, row.rel, row.pos, row.topic, row.txn, row.ts, set(row.keys),
-                                   entries, has_index=False, cq_horizon=views.ctx.cq_horizon)
-        yield from _found(row.sid, (row.phys, 4), found)
-
-
-def _verdict_rows(sid: int, order: tuple, verdict, offset: int, unit_key=None):
-    """A reference's verdict as rows: its problems, then what it tells the later checks."""
-    yield from _found(sid, order, verdict.problems)
-    if verdict.past_end:
-        yield sid, "past_end", offset
-    if verdict.pointed:
-        yield sid, "pointed", offset
-    if verdict.blamed:
-        yield sid, "blamed", offset
-    if verdict.reported:
-        yield sid, "reported", unit_key
-
-
-def _forward(ctxs, rows):
-    cache: dict[int, _Views] = {}
-    expired: dict[int, int] = {}
-    for row in rows:
-        views = _views(cache, ctxs, row.sid)
-        ctx = views.ctx
-        key = (row.topic, row.qid)
-        target = None
-        if row.tphys is not None and row.offset >= (ctx.log_start or 0) and row.offset < ctx.data_end:
-            target = (row.rel, row.pos, (row.ttopic, row.tqid, row.qo), row.sys_flag,
-                      not (row.dispatched and row.mphys is None))
-        cq_rel, upos = views.unit_place(key, row.n)
-        verdict = qr.stray_unit(cq_rel, upos, row.n, row.topic, row.qid, (row.offset, row.usize, row.tags),
-                                log_start=ctx.log_start, data_end=ctx.data_end, target=target, log=views.log)
-        expired[row.sid] = expired.get(row.sid, 0) + verdict.expired
-        yield from _verdict_rows(row.sid, (row.qorder, row.n), verdict, row.offset, (key, row.n))
-    for sid, n in expired.items():
-        yield sid, "expired", n
-
-
-def _reverse(ctxs, rows):
-    cache: dict[int, _Views] = {}
-    for row in rows:
-        views = _views(cache, ctxs, row.sid)
-        ctx = views.ctx
-        if row.phys >= ctx.cq_horizon:
-            yield ("undispatched", row.sid), ("undispatched", (1, row.phys))
-            continue
-        key = (row.topic, row.qid)
-        q = ctx.queues.get(key)
-        if q is not None and q[1] <= row.qo < q[2]:
-            if (key, row.qo) in ctx.reported_units:
-                continue  # that unit's problem is already reported
-            if row.uoff is not None:
-                p = qr.unit_points_elsewhere(row.phys, row.rel, row.pos, key, row.qo, *views.unit_place(key, row.qo),
-                                             row.uoff)
-                yield ("problem", row.sid, row.phys, 0), ("problem", (row.sid, "problem", (row.phys,), 0, p))
-                continue
-        first = (row.phys, row.rel, row.pos, key, row.qo)
-        yield (("missing", row.sid, qr.unit_file(key, row.qo, views.cq_size, q[0] if q is not None else None)),
-               ("missing", (1, row.qo, row.qo, first)))
-
-
-def _merge_unbacked(a, b):
-    """Missing units of one file: (records, lowest, highest queue offset, first record); undispatched
-    records of one store: (records, first offset).  Problems have keys of their own."""
-    tag, x = a
-    y = b[1]
-    if tag == "missing":
-        return tag, (x[0] + y[0], min(x[1], y[1]), max(x[2], y[2]), x[3] if x[3][0] < y[3][0] else y[3])
-    return tag, (x[0] + y[0], min(x[1], y[1]))
-
-
-def _unresolved(ctxs, rows):
-    cache: dict[int, _Views] = {}
-    expired: dict[int, int] = {}
-    for row in rows:
-        views = _views(cache, ctxs, row.sid)
-        verdict = ir.unresolved_entry(views.index, row.phy, row.fnum, row.n, log_start=views.ctx.log_start,
-                                      data_end=views.ctx.data_end, log=views.log)
-        expired[row.sid] = expired.get(row.sid, 0) + verdict.expired
-        yield from _verdict_rows(row.sid, (row.first.fnum, row.first.n, row.fnum, row.n), verdict, row.phy)
-    for sid, n in expired.items():
-        yield sid, "expired", n
 
 
 # -- the entry point ----------------------------------------------------------------------------------------

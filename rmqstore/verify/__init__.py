@@ -9,7 +9,8 @@ package is split by job:
   to problems, each fault worded once; the design essay (what is checked, and why) is there;
 * :mod:`~rmqstore.verify.report` -- :class:`Problem`, :class:`VerifyReport`, :data:`KINDS`;
 * :mod:`~rmqstore.verify.files` -- reading: read-only maps, zero scans, decoded views;
-* :mod:`~rmqstore.verify.local` and :mod:`~rmqstore.verify.logwalk` -- the local driver;
+* :mod:`~rmqstore.verify.local` and :mod:`~rmqstore.verify.logwalk` -- the local driver (its log walk runs on
+  :func:`rmqstore.walk.walk_segment`);
   :mod:`rmqstore.spark.verify` is the Spark driver of the same rules.
 """
 

@@ -12,9 +12,10 @@ import os
 import struct
 
 from ..layout import INDEX_ENTRY
+from ..store_dir import data_in, first_nonzero
 from .queue_rules import CQ_UNIT, unit_place
 
-__all__ = ["MappedFile", "QueueView", "EntryTable", "UNIT", "first_nonzero", "last_nonzero_end", "rel_path"]
+__all__ = ["MappedFile", "QueueView", "EntryTable", "UNIT", "last_nonzero_end", "rel_path"]
 
 UNIT = struct.Struct(">qiq")
 _ENTRY = INDEX_ENTRY.struct
@@ -27,30 +28,9 @@ def rel_path(root: str, path: str) -> str:
     return os.path.relpath(path, root).replace(os.sep, "/")
 
 
-def _data_in(start: int, end: int, extents) -> list[tuple[int, int]]:
-    """The parts of ``[start, end)`` that hold data (``extents``: a file's data regions, None = all)."""
-    if extents is None:
-        return [(start, end)] if start < end else []
-    return [(max(a, start), min(b, end)) for a, b in extents if a < end and b > start]
-
-
-def first_nonzero(buf, start: int, end: int, extents=None) -> int | None:
-    """Position of the first non-zero byte in ``buf[start:end]``, or None (holes are skipped)."""
-    for a, b in _data_in(start, end, extents):
-        pos = a
-        while pos < b:
-            n = min(_CHUNK, b - pos)
-            chunk = buf[pos:pos + n]
-            if chunk != _ZERO_CHUNK[:n]:
-                stripped = chunk.lstrip(b"\0")
-                return pos + (n - len(stripped))
-            pos += n
-    return None
-
-
 def last_nonzero_end(buf, size: int, extents=None) -> int:
     """Position just after the last non-zero byte of ``buf[:size]`` (0 when all zero; holes are skipped)."""
-    for a, b in reversed(_data_in(0, size, extents)):
+    for a, b in reversed(data_in(0, size, extents)):
         end = b
         while end > a:
             start = max(a, end - _CHUNK)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..index import index_key_hash
-from ..store_dir import index_size
+from ..store_sizes import index_size
 from ..sysflag import TRANSACTION_ROLLBACK_TYPE
 from .queue_rules import Verdict
 from .report import ERROR, WARNING, Problem

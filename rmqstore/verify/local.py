@@ -15,7 +15,7 @@ public hooks.
 
 Nothing here writes.  :func:`verify` takes an open store (its root and sizes are used; it
 does not rely on the store's in-memory positions) or a path, in which case the sizes are
-inferred tolerantly from the files (:func:`rmqstore.store_dir.guess_sizes`) so that a store
+inferred tolerantly from the files (:func:`rmqstore.store_sizes.guess_sizes`) so that a store
 too damaged to open can still be examined.
 """
 
@@ -27,15 +27,17 @@ import struct
 from array import array
 from collections import Counter
 from contextlib import ExitStack
-from typing import Callable
+from typing import Any, Callable
 
 from ..checkpoint import read_checkpoint
 from ..config import StoreConfig
 from ..errors import CorruptRecordError, RmqStoreError, StoreError
 from ..layout import INDEX_HEADER
 from ..record import decode_record
-from ..store_dir import (StoreSizes, data_extents, grid_problem, guess_sizes, index_size, list_store_files,
-                         queue_folders, readable_store_files, resolve_store_root)
+from ..store_dir import (data_extents, grid_problem, list_names, list_store_files, queue_folders, readable_store_files,
+                         resolve_store_root)
+from ..store_sizes import StoreSizes, guess_sizes, index_size
+from .. import store_paths as sp
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
@@ -44,8 +46,6 @@ from .logwalk import LogWalk
 from .report import DETAIL_CAP, ERROR, Problem, VerifyReport
 
 __all__ = ["verify", "prepare", "Verifier"]
-
-_ZERO8 = bytes(8)
 
 
 class Verifier(LogWalk):
@@ -169,7 +169,7 @@ class Verifier(LogWalk):
         return self.report
 
     def _estimate_total(self) -> int:
-        dirs = [(os.path.join(self.root, "commitlog"), "segment"), (os.path.join(self.root, "index"), "index")]
+        dirs = [(sp.commitlog_dir(self.root), "segment"), (sp.index_dir(self.root), "index")]
         dirs += [(qdir, "segment") for qdir in queue_folders(self.root)]
         return sum(f.size for d, kind in dirs for f in readable_store_files(d, kind).files)
 
@@ -185,15 +185,15 @@ class Verifier(LogWalk):
         return list(listing.files)
 
     def check_store_files(self) -> None:
-        self.abort = os.path.exists(os.path.join(self.root, "abort"))
+        self.abort = os.path.exists(sp.abort_path(self.root))
         if self.abort:
             self.note(rules.unclean_shutdown())
-        if not os.path.isdir(os.path.join(self.root, "commitlog")):
+        if not os.path.isdir(sp.commitlog_dir(self.root)):
             self.note(rules.not_a_store())
 
     # -- consume queues ---------------------------------------------------------------------------
     def load_queues(self) -> None:
-        base = os.path.join(self.root, "consumequeue")
+        base = sp.consume_queue_root(self.root)
         if not os.path.isdir(base):
             return
         cqs = self.sizes.consume_queue
@@ -206,12 +206,12 @@ class Verifier(LogWalk):
 
     def queue_dirs(self, base: str):
         """(topic, queue id, directory) of every queue directory, in listing order; odd entries reported."""
-        for topic in sorted(_listdir(base)):
+        for topic in list_names(base):
             tdir = os.path.join(base, topic)
             if not os.path.isdir(tdir):
                 self.note(qr.odd_queue_folder_entry(self.rel(tdir), topic_level=True))
                 continue
-            for qid in sorted(_listdir(tdir)):
+            for qid in list_names(tdir):
                 qdir = os.path.join(tdir, qid)
                 if not (qid.isascii() and (qid.isdigit() or (qid[:1] == "-" and qid[1:].isdigit()))) \
                         or not os.path.isdir(qdir):
@@ -267,7 +267,7 @@ class Verifier(LogWalk):
 
     # -- index ------------------------------------------------------------------------------------
     def load_index(self) -> None:
-        d = os.path.join(self.root, "index")
+        d = sp.index_dir(self.root)
         if not os.path.isdir(d):
             return
         self.has_index = True
@@ -435,8 +435,9 @@ class Verifier(LogWalk):
 
     # -- checkpoint -----------------------------------------------------------------------------------
     def check_checkpoint(self) -> None:
-        path = os.path.join(self.root, "checkpoint")
-        facts = {"present": os.path.lexists(path), "records": self.report.records, "max_store_ts": self.max_store_ts}
+        path = sp.checkpoint_path(self.root)
+        facts: dict[str, Any] = {"present": os.path.lexists(path), "records": self.report.records,
+                                 "max_store_ts": self.max_store_ts}
         if facts["present"]:
             try:
                 facts["size"] = os.stat(path).st_size
@@ -449,13 +450,6 @@ class Verifier(LogWalk):
                 except (RmqStoreError, OSError) as exc:
                     facts["error"] = str(exc)
         self.note(*rules.checkpoint_problems(**facts))
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:
-        return []
 
 
 def verify(target, *, progress: Callable[[int, int], None] | None = None, config: StoreConfig | None = None,

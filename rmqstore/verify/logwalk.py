@@ -1,11 +1,14 @@
 """The commitlog walk of verify's local driver: segments in order, each along its size chain.
 
-This is the one place verify reads the log (kept as one walk so that it can later run on
-the store's shared segment walk): :meth:`LogWalk.walk_commitlog` places the segments and
-checks the chain between them (missing, overlapping, odd-sized files; the end of the log;
-holes and pre-allocated files after it), :meth:`LogWalk.walk_segment` follows one segment's
-records, and :meth:`LogWalk.check_record` checks each record as it is met -- against the
-rules, its unit and its index entries.  The words are the rules' (:mod:`rmqstore.verify.rules`).
+This is the one place verify reads the log: :meth:`LogWalk.walk_commitlog` places the
+segments and checks the chain between them (missing, overlapping, odd-sized files; the end
+of the log; holes and pre-allocated files after it), :meth:`LogWalk.walk_segment` follows
+one segment's records on the store's one segment walk (:func:`rmqstore.walk.walk_segment`:
+where and why a segment ends is decided there, in the vocabulary of :class:`rmqstore.walk.End`),
+and :meth:`LogWalk.check_record` checks each record as it is met -- against the rules, its
+unit and its index entries.  The words are the rules' (:mod:`rmqstore.verify.rules`); a blank
+is an end whatever size it declares (RocketMQ's rule), a size that does not reach the end of
+its file is a ``blank_size`` finding.
 A mixin of :class:`rmqstore.verify.local.Verifier`, whose state it uses.
 """
 
@@ -13,29 +16,74 @@ from __future__ import annotations
 
 import bisect
 import os
+from array import array
+from typing import TYPE_CHECKING
 
+from .. import store_paths as sp
 from ..dispatch import tags_code_of
-from ..errors import CorruptRecordError
 from ..properties import string_to_properties
-from ..record import BlankRecord, decode_record
+from ..reading import record_keys
+from ..record import decode_record
 from ..store_dir import grid_problem
+from ..store_sizes import StoreSizes
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from ..walk import End, walk_segment
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
 from .files import MappedFile, QueueView
+from .report import Problem, VerifyReport
 
-__all__ = ["LogWalk"]
+__all__ = ["LogWalk", "RANGE_END", "RECOVERED_END"]
 
-_ZERO8 = bytes(8)
+#: verify's walk stopped at a byte range's end (not an end of the segment)
+RANGE_END = "range_end"
+#: verify's walk stopped at a record recovery rejects, where recovery ends the log
+RECOVERED_END = "recovered_end"
 
 
 class LogWalk:
-    """The commitlog phases of :class:`~rmqstore.verify.local.Verifier`."""
+    """The commitlog phases of :class:`~rmqstore.verify.local.Verifier`.
+
+    The state below is the Verifier's (set in its ``__init__``), declared here for the type
+    checker: the attributes and methods this mixin reads and writes, and nothing else.
+    """
+
+    root: str
+    sizes: StoreSizes
+    report: VerifyReport
+    abort: bool
+    cq_ext: bool
+    stop_at_recovered_end: bool
+    segments: list[tuple[int, MappedFile]]
+    seg_starts: list[int]
+    starts: array[int]
+    log: rules.LogMap
+    corrupt_regions: list[tuple[int, int, str, int]]
+    data_end: int
+    max_store_ts: int
+    unclaimed_tail: int | None
+    queues: dict[tuple[str, int], QueueView]
+    queue_offsets: rules.QueueOffsets
+    cq_horizon: int
+    unbacked: list[tuple[int, str, int, tuple[str, int], int]]
+    reported_units: set[tuple[tuple[str, int], int]]
+    index: ir.IndexMap
+    idx_at: dict[int, list[tuple[int, int, int, int]]]
+    index_max_phy: int
+    has_index: bool
+    unindexed: list[tuple[int, str, int]]
+
+    if TYPE_CHECKING:
+        def note(self, *problems: Problem | None) -> None: ...
+        def tick(self, n: int) -> None: ...
+        def rel(self, path: str) -> str: ...
+        def open(self, path: str) -> MappedFile | None: ...
+        def store_files(self, directory: str, kind: str, what: str) -> list: ...
 
     # -- commitlog --------------------------------------------------------------------------------
     def walk_commitlog(self) -> None:  # noqa: C901 -- one pass over the segments, one rule call per finding
-        cl = os.path.join(self.root, "commitlog")
+        cl = sp.commitlog_dir(self.root)
         if not os.path.isdir(cl):
             return
         size = self.sizes.commitlog
@@ -82,17 +130,16 @@ class LogWalk:
                 else:
                     self.note(*(rules.zero_file_inside_log(rel) for rel in pending_zero))
                 ended, corrupt_tail, pending_zero, garbage = None, False, [], None
-            state = self.walk_segment(start, f, size)
-            if state[0] == "unwritten":
-                pos = state[1]
+            state, pos = self.walk_segment(start, f, size)
+            if state == End.UNWRITTEN:
                 ended = (f.rel, pos, start + pos)
                 nz = self.nonzero_from(f, pos)
                 garbage = (f.rel, pos, nz) if nz is not None else None
-            elif state[0] == "corrupt":
-                last_corrupt = state[1]
+            elif state == End.CORRUPT:
+                last_corrupt = len(self.report.problems) - 1  # the undecodable record, just noted
                 corrupt_tail = True
-            elif state[0] == "recovered_end":
-                ended = (f.rel, state[1], start + state[1])  # (files with data after it: a hole)
+            elif state == RECOVERED_END:
+                ended = (f.rel, pos, start + pos)  # (files with data after it: a hole)
             self.tick(f.size)
         # after the last file
         self.note(*(rules.preallocated_segment(rel) for rel in pending_zero))
@@ -112,43 +159,52 @@ class LogWalk:
         """Position of the first non-zero byte of segment ``f`` from ``pos`` on, or None."""
         return f.first_nonzero(pos)
 
-    def walk_segment(self, start: int, f: MappedFile, seg_size: int, pos: int = 0, stop: int | None = None):
-        """Follow the size chain of one segment from ``pos`` (a record start); with ``stop``, return
-        ("range_end", p) at the first record start p >= stop (a byte range's walk, see rmqstore.spark.verify)."""
+    def walk_segment(self, start: int, f: MappedFile, seg_size: int, pos: int = 0,
+                     stop: int | None = None) -> tuple[str, int]:
+        """Follow the records of one segment from ``pos`` (a record start) on the store's one segment
+        walk (:func:`rmqstore.walk.walk_segment`); return ``(state, p)``.
+
+        ``state`` is the :class:`~rmqstore.walk.End` that ended the segment at position ``p``, or
+        :data:`RECOVERED_END` (``p``: a record recovery rejects that nothing points at or past, see
+        :func:`~rmqstore.verify.rules.recovery_ends_log`), or -- with ``stop`` -- :data:`RANGE_END`
+        (``p``: the first record start at or after ``stop``; a byte range's walk, see
+        rmqstore.spark.verify).  What the end is, the walk decides; what verify says of it, the rules.
+        """
         buf, n = f.buf, f.size
         delay_levels = self.sizes.delay_levels
-        while True:
-            if stop is not None and pos >= stop:
-                return ("range_end", pos)
-            if pos == n or n - pos < 8:
-                self.note(rules.no_blank(f.rel, pos, n - pos))
-                self.data_end = start + pos
-                return ("eof",)
-            if buf[pos:pos + 8] == _ZERO8:
-                return ("unwritten", pos)
-            try:
-                rec = decode_record(buf, pos)
-            except CorruptRecordError as exc:
-                reason = str(exc).replace(f" (at offset {pos})", "")
-                self.note(rules.undecodable_record(f.rel, pos, start + pos, reason))
-                self.corrupt_regions.append((start + pos, start + n, f.rel, pos))
-                return ("corrupt", len(self.report.problems) - 1)
-            if isinstance(rec, BlankRecord):
-                self.report.blanks += 1
-                self.note(rules.blank_size(f.rel, pos, rec.total_size, n))
-                self.data_end = start + n
-                return ("blank",)
-            phys = start + pos
+        recovered: list[int] = []
+
+        def on_record(p: int, _step) -> bool:
+            phys = start + p
+            rec = decode_record(buf, p)  # the walk found a whole record here: it decodes
             if self.stop_at_recovered_end:
-                end = rules.recovery_ends_log(f.rel, pos, phys, rec, self.abort,
+                end = rules.recovery_ends_log(f.rel, p, phys, rec, self.abort,
                                               self.cq_horizon > phys or self.index_max_phy >= phys)
                 if end is not None:
                     self.note(end)
                     self.data_end = phys
-                    return ("recovered_end", pos)
-            self.check_record(phys, f.rel, pos, rec, delay_levels)
-            pos += rec.total_size
+                    recovered.append(p)
+                    return False
+            self.check_record(phys, f.rel, p, rec, delay_levels)
             self.data_end = phys + rec.total_size
+            return True
+
+        e = walk_segment(buf, start, start=pos, stop_at=stop, on_record=on_record)
+        if recovered:
+            return RECOVERED_END, recovered[0]
+        if e.kind is None:
+            return RANGE_END, e.pos
+        if e.kind is End.OUT_OF_BYTES:
+            self.note(rules.no_blank(f.rel, e.pos, n - e.pos))
+            self.data_end = start + e.pos
+        elif e.kind is End.CORRUPT:
+            self.note(rules.undecodable_record(f.rel, e.pos, start + e.pos, e.reason))
+            self.corrupt_regions.append((start + e.pos, start + n, f.rel, e.pos))
+        elif e.kind is End.BLANK:
+            self.report.blanks += 1
+            self.note(rules.blank_size(f.rel, e.pos, e.last.size if e.last is not None else 0, n))
+            self.data_end = start + n
+        return e.kind, e.pos
 
     def check_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
         """One decoded message record: its own checks, its queue offset, its unit, its index entries."""
@@ -176,7 +232,7 @@ class LogWalk:
                 self.unbacked.append((phys, rel, pos, key, qo))
         # index: entries pointing here, and entries this record needs
         entries = self.idx_at.pop(phys, None)
-        keys = rules.record_keys(rec.topic, props) if (entries or self.has_index) else set()
+        keys = record_keys(props) if (entries or self.has_index) else []
         found, unindexed = ir.record_index(self.index, phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys,
                                            entries, has_index=self.has_index, cq_horizon=self.cq_horizon)
         self.note(*found)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..store_paths import CONSUME_QUEUE_DIR, offset_to_file_name
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from .report import WARNING, Problem
 
@@ -41,12 +42,12 @@ def unit_place(queue_rel: str, n: int, cq_size: int) -> tuple[str, int]:
     """The file (relative path) and position of unit ``n`` of the queue in folder ``queue_rel``."""
     pos = n * CQ_UNIT
     start = pos - pos % cq_size
-    return f"{queue_rel}/{start:020d}", pos - start
+    return f"{queue_rel}/{offset_to_file_name(start)}", pos - start
 
 
 def unit_file(key: tuple[str, int], n: int, cq_size: int, queue_rel: str | None = None) -> str:
     """The consume-queue file that holds unit ``n`` of queue ``key`` (in ``queue_rel``, or where it belongs)."""
-    return unit_place(queue_rel or f"consumequeue/{key[0]}/{key[1]}", n, cq_size)[0]
+    return unit_place(queue_rel or f"{CONSUME_QUEUE_DIR}/{key[0]}/{key[1]}", n, cq_size)[0]
 
 
 def odd_queue_folder_entry(rel: str, topic_level: bool) -> Problem:
@@ -79,7 +80,7 @@ def queue_file_gap(queue_rel: str, rel: str, topic: str, qid: int, start: int, p
     if start < prev_end:
         return [Problem("file_name", rel, None, f"starts at {start}, before the previous file ends ({prev_end})")]
     name = rel.rsplit("/", 1)[-1]
-    return [Problem("missing_cq_file", f"{queue_rel}/{off:020d}", None, f"consume-queue file missing: units "
+    return [Problem("missing_cq_file", f"{queue_rel}/{offset_to_file_name(off)}", None, f"consume-queue file missing: units "
                     f"{off // CQ_UNIT}..{(off + cq_size) // CQ_UNIT - 1} of {topic}/{qid} are gone (the next file "
                     f"present is {name})") for off in range(prev_end, start, cq_size)[:10]]
 

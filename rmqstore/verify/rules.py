@@ -28,7 +28,9 @@ commitlog (``commitlog/<20-digit start offset>``)
     * the size chain: a file's first record is at position 0, each record starts where the
       previous one ended, and a file ends in an END_OF_FILE blank that reaches exactly its
       end -- the only way recovery and dispatch find records is by following sizes; a
-      file that ends without a blank was cut short (a record always leaves room for one);
+      file that ends without a blank was cut short (a record always leaves room for one).
+      Where and why a file's chain ends is :func:`rmqstore.walk.step`'s to say (a blank is
+      an end by its magic, whatever size it declares: a wrong size is ``blank_size``);
     * every record decodes (magic, lengths consistent with the total size, UTF-8), its
       PHYSICALOFFSET field equals where it lies, and its body CRC matches -- recovery
       (``checkMessageAndReturnSize`` with ``checkCRCOnRecover``) truncates the log at the
@@ -111,15 +113,20 @@ from dataclasses import replace
 
 from ..crc import crc32
 from ..layout import CHECKPOINT_FILE_SIZE
-from ..properties import KEY_SEPARATOR, KEYS, UNIQ_KEY
+from ..store_paths import COMMITLOG_DIR, offset_to_file_name
 from .report import WARNING, Problem
 
-__all__ = ["LogMap", "QueueOffsets", "record_keys", "unclean_shutdown", "not_a_store", "unlistable_folder",
+__all__ = ["LogMap", "segment_rel", "QueueOffsets", "unclean_shutdown", "not_a_store", "unlistable_folder",
            "listing_problems", "cannot_open", "cannot_map", "unplaced_segment", "log_start", "sizeless_segment",
            "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
            "record_problems", "recast", "TORN_TAIL", "CUT_OFF_TAIL", "log_short", "checkpoint_problems",
            "checkpoint_size", "checkpoint_unreadable", "strays_summary", "summary_line"]
+
+
+def segment_rel(start: int) -> str:
+    """The relative path (as reports name files) of the commitlog segment that starts at ``start``."""
+    return f"{COMMITLOG_DIR}/{offset_to_file_name(start)}"
 
 
 class LogMap:
@@ -145,18 +152,6 @@ class LogMap:
         region = next((r for r in self.corrupt if r[0] <= offset < r[1]), None)
         return f", inside the unreadable part of {region[2]} (from position {region[3]})" if region \
             else f" ({self.where(offset)})"
-
-
-def record_keys(topic: str, props: dict) -> set[str]:
-    """The keys a record is indexed under (UNIQ_KEY and each KEYS token)."""
-    keys = set()
-    uniq = props.get(UNIQ_KEY)
-    if uniq:
-        keys.add(uniq)
-    for k in (props.get(KEYS) or "").split(KEY_SEPARATOR):
-        if k:
-            keys.add(k)
-    return keys
 
 
 # -- the store as a whole -------------------------------------------------------------------------------
@@ -236,8 +231,8 @@ def segment_gap(rel: str, start: int, expected: int | None, size: int) -> list[P
     if start < expected:
         return [Problem("overlapping_segment", rel, None, f"starts at {start}, before the previous file ends "
                         f"({expected})")]
-    return [Problem("missing_segment", f"commitlog/{off:020d}", None, f"commitlog file missing: offsets "
-                    f"{off}..{off + size - 1} are gone (the next file present is {start:020d})")
+    return [Problem("missing_segment", segment_rel(off), None, f"commitlog file missing: offsets "
+                    f"{off}..{off + size - 1} are gone (the next file present is {offset_to_file_name(start)})")
             for off in range(expected, start, size)[:10]]
 
 
@@ -356,7 +351,7 @@ def log_short(past: list[int], data_end: int, segment_size: int | None, exists) 
         return None
     first = past[0]
     start = first - first % segment_size
-    seg_path = f"commitlog/{start:020d}"
+    seg_path = segment_rel(start)
     there = exists(seg_path)
     return Problem("log_short", seg_path, first - start if there else None,
                    f"{len(past)} consume-queue unit(s)/index entr(ies) point at offsets {past[0]}..{past[-1]}, past "

@@ -12,11 +12,11 @@ flushed) after the step.
 This module only adapts a trace to synced traits: the steps (JSON), the request frames'
 bytes (``frame``, a binary buffer) and their field spans; playing is done in JavaScript from
 that state, so the player works in a static HTML page with no kernel
-(:func:`rmqstore.widgets.to_html`).  Recording is the core's (:mod:`rmqstore.trace`):
+(:func:`rmqstore.widgets.to_html`).  Recording is the core's (:mod:`rmqstore.recording`):
 
-* :meth:`PutPathPlayer.record` -- :func:`rmqstore.trace.record_put_path` (puts into a fresh
+* :meth:`PutPathPlayer.record` -- :func:`rmqstore.recording.record_put_path` (puts into a fresh
   traced store) then :meth:`from_trace`;
-* :meth:`PutPathPlayer.record_send` -- :func:`rmqstore.trace.record_send` (request frames
+* :meth:`PutPathPlayer.record_send` -- :func:`rmqstore.recording.record_send` (request frames
   to a fresh traced broker over TCP), the trace starting at the wire;
 * :meth:`PutPathPlayer.from_events` / :meth:`from_trace` -- a player of any recorded events;
 * :meth:`PutPathPlayer.compare` -- the same messages under SYNC_FLUSH, ASYNC_FLUSH and
@@ -34,7 +34,8 @@ import anywidget
 import traitlets as t
 
 from rmqstore.store_paths import offset_to_file_name
-from rmqstore.trace import DEMO_CONFIG, MODES, SEND_STAGES, PutPathTrace, demo_messages, record_put_path, record_send
+from rmqstore.recording import DEMO_CONFIG, MODES, demo_messages, record_put_path, record_send
+from rmqstore.trace import SEND_STAGES, PutPathTrace
 
 from ._assets import css, esm
 from ._common import FIELD_TABLE, _palette, i64
@@ -429,14 +430,14 @@ class PutPathPlayer(anywidget.AnyWidget):
     @classmethod
     def record(cls, config_kwargs: dict | None = None, messages=None, *, title: str | None = None,
                **record_kwargs) -> "PutPathPlayer":
-        """Put ``messages`` into a fresh traced store and play the trace (:func:`rmqstore.trace.record_put_path`)."""
+        """Put ``messages`` into a fresh traced store and play the trace (:func:`rmqstore.recording.record_put_path`)."""
         return cls.from_trace(record_put_path(config_kwargs, messages, **record_kwargs), title=title)
 
     @classmethod
     def record_send(cls, frames=None, config_kwargs: dict | None = None, *, title: str | None = None,
                     **record_kwargs) -> "PutPathPlayer":
         """Send request frames to a fresh traced broker and play the trace from the wire
-        (:func:`rmqstore.trace.record_send`)."""
+        (:func:`rmqstore.recording.record_send`)."""
         return cls.from_trace(record_send(frames, config_kwargs, **record_kwargs), title=title)
 
     @property

@@ -405,7 +405,7 @@ def standalone_pages(tmp_path_factory):
         widgets.to_html(view, out / f"{name}.html", title=name)
     widgets.to_html(list(pages.values()), out / "all.html", title="all views")
     if hasattr(widgets.PutPathPlayer, "record_send"):  # the put path from the wire: a send through the broker
-        from rmqstore.trace import send_frame
+        from rmqstore.recording import send_frame
 
         sender = widgets.PutPathPlayer.record_send(send_frame("WireViewTopic", b"from the wire"), PLAYER_CONFIG)
         expected["SEND_PLAYER"] = player_expectations(sender.trace.events)
