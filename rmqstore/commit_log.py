@@ -5,8 +5,8 @@ short: under the put lock the store (1) takes the store timestamp, (2) finds the
 mapped file or gets a new one, (3) runs ``do_append``, which decides the queue offset
 and the physical offset and copies the pre-encoded record into the file.  Everything
 that can happen outside the lock does: the body CRC, the delay-level rewrite, the
-encoding of the record (with placeholders for the three values the lock decides), and
-afterwards the flush request.
+encoding of the record (with placeholders for the three values the lock decides:
+:mod:`rmqstore.message_encoder`), and afterwards the flush request.
 
 END_OF_FILE.  A record is written only if it leaves at least 8 bytes behind it
 (``msgLen + 8 <= remaining``); otherwise the rest of the file becomes one blank record
@@ -40,25 +40,20 @@ table, ``putMessage`` the store timestamp from the clock).
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from typing import Any, Callable
 
-from .crc import crc32
-from .crc import raw_crc32 as _crc32
-from .errors import LayoutError
-from .layout import (BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH,
-                     MESSAGE_MAGIC_CODE, QUEUE_OFFSET_POSITION,
-                     message_fields_struct, message_header_struct, store_timestamp_position)
+from .layout import BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH, QUEUE_OFFSET_POSITION, \
+    message_fields_struct
 from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
+from .message_encoder import EncodedBatch, EncodedMessage, MessageEncoder
 from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
-from .record import Address, MAX_TOPIC_BYTES_V1, field_problem, socket_address
+from .record import Address
 from .trace import file_positions
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
-from .sysflag import (BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_COMMIT_TYPE,
-                      TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
+from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
                       TRANSACTION_ROLLBACK_TYPE)
 
 __all__ = ["CommitLog", "EncodedMessage", "EncodedBatch", "PutMessageSpinLock", "DIFFERENCES",
@@ -106,8 +101,6 @@ DIFFERENCES = {
 _QO_PHY = message_fields_struct("queue_offset", "physical_offset")  # patched together inside the put lock
 _I64 = message_fields_struct("store_timestamp")
 _BLANK = BLANK_RECORD.struct
-_STORE_TS_POS_V4 = store_timestamp_position(0)
-_STORE_TS_POS_V6 = store_timestamp_position(BORNHOST_V6_FLAG)
 _NO_QUEUE_ADVANCE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
 
@@ -131,205 +124,6 @@ class PutMessageSpinLock:
 
     def __exit__(self, *exc):
         self._lock.release()
-
-
-class EncodedMessage:
-    """A record encoded outside the lock, with placeholders the lock fills in."""
-
-    __slots__ = ("data", "length", "store_ts_pos", "topic_queue_key", "tran_type", "store_host",
-                 "store_timestamp", "queue_offset", "msg")
-
-    def __init__(self, data, store_ts_pos, key, tran_type, store_host, store_timestamp, queue_offset, msg):
-        self.data = data
-        self.length = len(data)
-        self.store_ts_pos = store_ts_pos
-        self.topic_queue_key = key
-        self.tran_type = tran_type
-        self.store_host = store_host
-        self.store_timestamp = store_timestamp
-        self.queue_offset = queue_offset
-        self.msg = msg
-
-
-class EncodedBatch:
-    """A whole batch encoded as consecutive records (a batch never spans files)."""
-
-    __slots__ = ("data", "length", "lengths", "store_ts_pos", "topic_queue_key", "store_host", "msg")
-
-    def __init__(self, data, lengths, store_ts_pos, key, store_host, msg):
-        self.data = data
-        self.length = len(data)
-        self.lengths = lengths
-        self.store_ts_pos = store_ts_pos
-        self.topic_queue_key = key
-        self.store_host = store_host
-        self.msg = msg
-
-
-class MessageEncoder:
-    """Encodes messages outside the lock (RocketMQ's ``MessageExtEncoder``)."""
-
-    def __init__(self, max_message_size: int, default_store_host: Address):
-        self.max_message_size = max_message_size
-        self.max_record_size = max_message_size + 64 * 1024
-        self.default_store_host = default_store_host
-        self._addr_cache: dict = {}
-        self._topic_cache: dict = {}
-        self._headers = {(b, st): message_header_struct(b, st) for b in (False, True) for st in (False, True)}
-
-    def address(self, value) -> Address:
-        """A host of a put (``None``: the store's own); LayoutError unless a socket address (port 0..65535)."""
-        if value is None:
-            return self.default_store_host
-        try:
-            return self._addr_cache[value]
-        except (KeyError, TypeError):
-            addr = socket_address(value)
-            if isinstance(value, str) and len(self._addr_cache) < 4096:
-                self._addr_cache[value] = addr
-            return addr
-
-    def _topic_part(self, topic: str):
-        """(length byte + UTF-8 topic) for a topic, or None when it cannot be stored; cached."""
-        try:
-            return self._topic_cache[topic]
-        except KeyError:
-            topic_b = topic.encode("utf-8")
-            part = bytes([len(topic_b)]) + topic_b if len(topic_b) <= MAX_TOPIC_BYTES_V1 else None
-            if len(self._topic_cache) < 65536:
-                self._topic_cache[topic] = part
-            return part
-
-    def encode(self, msg: Message, topic: str, queue_id: int, properties: str,
-               sys_flag: int) -> EncodedMessage | PutMessageResult:
-        body = msg.body
-        try:
-            born = self.address(msg.born_host)
-            store = self.address(msg.store_host)
-        except LayoutError as exc:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"bad host: {exc}")
-        born_v6 = len(born.ip) == 16
-        store_v6 = len(store.ip) == 16
-        sys_flag &= ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-        if born_v6:
-            sys_flag |= BORNHOST_V6_FLAG
-        if store_v6:
-            sys_flag |= STOREHOSTADDRESS_V6_FLAG
-        body_len = len(body)
-        if body_len > self.max_message_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"message body is {body_len} bytes, over max_message_size {self.max_message_size}"))
-        topic_part = self._topic_part(topic)
-        if topic_part is None:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"topic {topic[:40]!r}... is {len(topic.encode('utf-8'))} UTF-8 bytes; a record holds at "
-                f"most {MAX_TOPIC_BYTES_V1}"))
-        try:
-            props_b = properties.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return _not_utf8("properties", exc)
-        props_len = len(props_b)
-        if props_len > 32767:
-            return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
-                f"properties are {props_len} UTF-8 bytes; a record holds at most 32767"))
-        header = self._headers[born_v6, store_v6]
-        total = header.size + body_len + len(topic_part) + 2 + props_len
-        if total > self.max_record_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"record is {total} bytes, over the limit {self.max_record_size}"))
-        try:
-            crc = _crc32(body) & 0x7FFFFFFF if msg.body_crc is None else msg.body_crc  # replay keeps the record's
-            head = header.pack(total, MESSAGE_MAGIC_CODE, crc, queue_id, msg.flag, 0, 0,
-                               sys_flag, msg.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
-                               msg.reconsume_times, msg.prepared_transaction_offset, body_len)
-        except struct.error as exc:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(exc, (
-                (name, getattr(msg, name)) for name in _PRODUCER_INT_FIELDS)))
-        # (a bytearray: the put patches its offsets and store time in before copying it into the file)
-        data = bytearray(b"").join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
-        return EncodedMessage(data, _STORE_TS_POS_V6 if born_v6 else _STORE_TS_POS_V4, (topic, queue_id),
-                              sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
-
-    def encode_batch(self, batch: MessageBatch) -> EncodedBatch | PutMessageResult:
-        try:
-            born = self.address(batch.born_host)
-            store = self.address(batch.store_host)
-        except LayoutError as exc:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"bad host: {exc}")
-        sys_flag = batch.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
-        if len(born.ip) == 16:
-            sys_flag |= BORNHOST_V6_FLAG
-        if len(store.ip) == 16:
-            sys_flag |= STOREHOSTADDRESS_V6_FLAG
-        topic_b = batch.topic.encode("utf-8")
-        if len(topic_b) > MAX_TOPIC_BYTES_V1:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"topic is {len(topic_b)} UTF-8 bytes; a record holds at most {MAX_TOPIC_BYTES_V1}"))
-        header = message_header_struct(len(born.ip) == 16, len(store.ip) == 16)
-        batch_props = batch.properties
-        topic_part = bytes([len(topic_b)]) + topic_b
-        fixed = header.size + len(topic_part) + 2
-        data = bytearray()
-        lengths: list[int] = []
-        total_body = 0
-        pack = header.pack
-        for item in batch.items:
-            body = item.body
-            total_body += len(body)
-            props = item.properties or ""
-            if batch_props:
-                if props and not props.endswith("\x02"):
-                    props += "\x02"
-                props += batch_props
-            try:
-                props_b = props.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                return _not_utf8(f"batch item {len(lengths)}: properties", exc)
-            if len(props_b) > 32767:
-                return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
-                    f"batch item {len(lengths)}: properties are {len(props_b)} UTF-8 bytes; at most 32767"))
-            if len(body) > self.max_message_size:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                    f"batch item {len(lengths)}: body is {len(body)} bytes, over max_message_size"))
-            total = fixed + len(body) + len(props_b)
-            try:
-                data += pack(total, MESSAGE_MAGIC_CODE, crc32(body), batch.queue_id, item.flag, 0, 0,
-                             sys_flag, batch.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
-                             batch.reconsume_times, 0, len(body))
-            except struct.error as exc:
-                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=_field_problem(exc, (
-                    ("flag", item.flag), ("sys_flag", sys_flag), ("born_timestamp", batch.born_timestamp),
-                    ("reconsume_times", batch.reconsume_times))))
-            data += body
-            data += topic_part
-            data += len(props_b).to_bytes(2, "big")
-            data += props_b
-            lengths.append(total)
-        if total_body > self.max_message_size:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-                f"batch bodies total {total_body} bytes, over max_message_size {self.max_message_size}"))
-        ts_pos = _STORE_TS_POS_V6 if sys_flag & BORNHOST_V6_FLAG else _STORE_TS_POS_V4
-        return EncodedBatch(data, lengths, ts_pos, (batch.topic, batch.queue_id), store, batch)
-
-
-#: the integer fields a producer gives (their widths are the layout's)
-_PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
-
-
-def _field_problem(exc, named_values) -> str:
-    """Name the field that did not fit its slot in the record (``struct`` only says that one did not)."""
-    for name, value in named_values:
-        problem = field_problem(name, value)
-        if problem:
-            return problem
-    return f"a record field is out of range: {exc}"
-
-
-def _not_utf8(what: str, exc: UnicodeEncodeError) -> PutMessageResult:
-    """A string with no UTF-8 form (a lone surrogate) refused, naming the character."""
-    return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
-        f"{what} cannot be stored as UTF-8: {exc.reason} at character {exc.start} "
-        f"({exc.object[exc.start:exc.end]!r})"))
 
 
 def _create_failed(what: str, queue) -> str:

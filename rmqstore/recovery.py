@@ -116,7 +116,9 @@ RocketMQ's rule.  (Index entries past the end are *not* left alone, unlike Rocke
 
 Where we knowingly differ from RocketMQ 4.9.8
 --------------------------------------------
-See :data:`DIFFERENCES`.  In short: a record is also invalid when its stored physical
+See :data:`DIFFERENCES` (the table is :mod:`rmqstore.recovery_differences`; the clean-up of
+what a kill leaves in the folders before all this is :mod:`rmqstore.recovery_leftovers`).  In
+short: a record is also invalid when its stored physical
 offset is not where it lies (our put path once copied a record before patching the offsets
 in, so a kill in between left a body-CRC-valid record with offset 0); a V2 record
 (RocketMQ 5) is readable, not the end of the log; units a consume queue loses in a cut
@@ -132,17 +134,16 @@ surviving entry and the walk's start are indexed again.
 from __future__ import annotations
 
 import logging
-import os
-import re
 import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
-from .consume_queue import consume_queue_dir, consume_queue_ids
 from .dispatch import dispatch_request
 from .layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION, store_timestamp_position
 from .record import decode_record
-from .store_dir import file_is_all_zero, list_store_files  # (file_is_all_zero re-exported)
-from .store_paths import checkpoint_path, commitlog_dir
+from .recovery_differences import DIFFERENCES
+from .recovery_leftovers import remove_creation_leftovers, remove_interrupted_allocations
+from .store_dir import file_is_all_zero  # (re-exported)
+from .store_paths import checkpoint_path
 from .walk import End, Step, step, walk_segment
 
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "check_record", "open_checkpoint",
@@ -152,69 +153,6 @@ __all__ = ["DIFFERENCES", "CheckpointSnapshot", "check_record", "open_checkpoint
            "reindex_before", "file_is_all_zero"]
 
 log = logging.getLogger(__name__)
-
-#: the temp name of a segment being created (``rmqstore.mapped_file._create_sized``)
-_CREATING = re.compile(r"\d{20}\.\d+\.creating")
-
-#: where our recovery deliberately differs from Apache RocketMQ 4.9.8
-DIFFERENCES = {
-    "physical_offset": "A record whose stored PHYSICALOFFSET is not its position in the log is invalid "
-                       "(ends the log). RocketMQ does not look at it. Our put path once copied the record into "
-                       "the file and then patched its queue offset, physical offset and store time there, field "
-                       "by field: a kill in between left a record with a valid body CRC and offsets 0 (or a store "
-                       "time of 0). It now patches before copying, as RocketMQ's encoder does; the check stays, "
-                       "for files written by the old code.",
-    "v2_records": "A V2 record (RocketMQ 5.x magic 0xDAA320AB) is validated and kept; 4.9.8 only knows V1 "
-                  "and would end the log at it.",
-    "record_checks": "Record validation uses our decoder, which rejects a few layouts no writer produces "
-                     "(a negative body length with otherwise consistent lengths) that RocketMQ's arithmetic "
-                     "lets through. Like RocketMQ it checks the CRC of non-empty bodies only and recognises a "
-                     "blank by its magic alone, whatever size the blank declares.",
-    "cq_stale_units": "Units that a consume queue loses when it is cut at the end of the log are zeroed on "
-                      "disk. RocketMQ only moves the positions; the old units stay in the file, and a later "
-                      "clean restart reads them back in (as long as they point below the end of the log "
-                      "by then) -- units of the wrong messages.",
-    "index_after_end": "After the log is cut, index files whose first entry lies at or after the end are "
-                       "deleted (IndexService.delete_files_after), and entries at or after the end inside a "
-                       "file that also holds earlier entries are dropped (its slots fall back along their "
-                       "chains, the entries are zeroed). RocketMQ keeps both: after a power cut a key lookup "
-                       "can then return whatever later record is stored at such an offset.",
-    "interrupted_allocation": "After an abnormal stop, a trailing commitlog/consume-queue file whose size is "
-                              "wrong and whose bytes are all zero (a kill between creating and sizing it) is "
-                              "deleted before loading; so is such an index file on every writable load, and "
-                              "read-only opens skip it with a warning. RocketMQ refuses to load such a store. "
-                              "An index file with no entry whose header was never written (a kill right after "
-                              "sizing it) continues the previous file instead of taking entries of old records "
-                              "from offset 0 on. Our own temp files of an interrupted creation "
-                              "(<name>.<pid>.creating) are deleted on every writable load.",
-    "index_after_crash": "After an abnormal stop, the records between the last entry of the index files that "
-                         "survive the load and the start of the re-dispatch walk are indexed again (index only), "
-                         "so every record the log keeps is findable by each of its keys. RocketMQ 4.9.8 deletes "
-                         "the index files newer than the index checkpoint and re-dispatches only from the "
-                         "checkpoint's commitlog file (3 s before the last flush; messageIndexSafe off, its "
-                         "default), so the keys of the records in between are lost for good.",
-    "index_first_entry_time": "The first entry of an index file gets time difference 0 (the file's begin time "
-                              "becomes that entry's store time). RocketMQ counts it from the begin time a new "
-                              "file inherits (the previous file's end), so a key put long after the file was "
-                              "opened -- the first put after a restart -- carries a time seconds off and a "
-                              "lookup by time range misses it.",
-    "torn_writes": "After an abnormal stop every consume queue is cut at the start of the re-dispatch walk and "
-                   "its units from there on are written again from the log. RocketMQ keeps them: a kill inside "
-                   "a unit's write leaves its offset and size with a zero tags code (the copy of 20 bytes is two "
-                   "stores), a unit recovery takes for whole and a tag filter then skips. Likewise an index "
-                   "file's header is written in one piece, and an entry-less index file whose header a kill "
-                   "tore is given the header its creation writes.",
-    "lock_first": "A writable store takes <root>/lock in load(), before recovery truncates or deletes "
-                  "anything; RocketMQ takes it in start(), after recovery, so two writers could both recover.",
-    "store_file_names": "Only names of exactly 20 ASCII digits are segments (17 for index files); any other "
-                        "entry of a store folder is reported and left alone, never loaded or deleted. RocketMQ "
-                        "loads every file of the folder and parses its name with Long.parseLong, which also "
-                        "takes Unicode decimal digits: a stray copy of a segment under such a name is loaded as a "
-                        "segment of the log. An entry named like a segment that cannot "
-                        "be one (a dangling symlink, a symlink loop, a directory, a file over 2**31-1 bytes, a "
-                        "name past 2**63-1 or off the file-size grid) makes the load refuse the store, naming "
-                        "it; RocketMQ fails on some of these and logs and loads the off-grid ones.",
-}
 
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
@@ -467,54 +405,3 @@ def recover(store, last_exit_ok: bool) -> int:
         end = recover_abnormally(store, max_phy_offset_of_consume_queue)
     recover_topic_queue_table(store)
     return end
-
-
-# -- leftovers of a kill --------------------------------------------------------------------
-def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
-    """Files at the end of a segment directory that have the wrong size and hold only zeros."""
-    out = []
-    for f in reversed(list_store_files(directory).check().files):
-        if f.size == size or not file_is_all_zero(f.path):
-            break
-        out.append(f.path)
-    return out
-
-
-def _queue_dirs(root: str) -> list[str]:
-    """The directory of every consume queue the store loads (``consume_queue_ids``)."""
-    return [consume_queue_dir(root, topic, qid) for topic, qid in consume_queue_ids(root)]
-
-
-def remove_creation_leftovers(store) -> list[str]:
-    """Delete ``<name>.<pid>.creating`` temp files of segment creations a kill interrupted.
-
-    A segment is created under a temporary name and renamed once it has its size
-    (:func:`rmqstore.mapped_file._create_sized`); a kill in between leaves the temp file,
-    never a short segment.  Only the lock holder creates segments, so with the lock held
-    (writable stores) every such file is a leftover.
-    """
-    if store.read_only:
-        return []
-    doomed = []
-    for d in [commitlog_dir(store.root), *_queue_dirs(store.root)]:
-        doomed += [stray.path for stray in list_store_files(d).check().strays
-                   if _CREATING.fullmatch(stray.name) and os.path.isfile(stray.path)]
-    for path in doomed:
-        log.warning("deleting %s: the temp file of a segment creation that a crash interrupted", path)
-        os.remove(path)
-    return doomed
-
-
-def remove_interrupted_allocations(store) -> list[str]:
-    """Delete empty files a kill left at the wrong size (writable stores, after an abnormal stop)."""
-    if store.read_only:
-        return []
-    cfg = store.config
-    doomed = _trailing_empty_misfits(commitlog_dir(store.root), cfg.mapped_file_size_commit_log)
-    for qdir in _queue_dirs(store.root):
-        doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
-    # (index files: IndexService.load deletes an empty misfit on every writable load)
-    for path in doomed:
-        log.warning("deleting %s: wrong size and empty, a file whose creation a crash interrupted", path)
-        os.remove(path)
-    return doomed

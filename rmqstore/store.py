@@ -26,6 +26,12 @@ PUT_OK overrides the flush status, as in RocketMQ.
 
 The clock and the store host are injectable, so a recorded workload replays exactly.
 
+The parts, along RocketMQ's lines: this module holds the store's lifecycle (``load`` with
+recovery, ``start`` wiring the services, ``shutdown``/``close``), dispatch to the consume
+queues and the index, and the read delegations to :mod:`rmqstore.reading`; the gates are
+:mod:`rmqstore.store_checks`, the put path and its waits :mod:`rmqstore.store_put`, the lock
+:mod:`rmqstore.store_lock` -- mixins of :class:`MessageStore`, one job each.
+
 One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
 RocketMQ does, which keeps other processes out) and registers its root in this process
 (by real path and by device/inode), because a POSIX lock does not stop a second writer in
@@ -36,11 +42,9 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
-from time import perf_counter as _perf
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from .allocate import AllocateMappedFileService, TransientStorePool
@@ -52,69 +56,17 @@ from .index import IndexService
 from . import recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import StoreError, StoreStateError
-from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitRequest,
-                    GroupCommitService, ServiceThread)
+from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitService,
+                    ServiceThread)
 from .ha import HAService
-from .message import Message, MessageBatch
-from .record import field_problem
-from .status import PutMessageResult, PutMessageStatus
-from .store_paths import abort_path, commitlog_dir, lock_path
+from .store_checks import TOPIC_PATTERN
+from .store_lock import StoreLock
+from .store_paths import abort_path, commitlog_dir
+from .store_put import PutPath, StoreStats
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
 log = logging.getLogger(__name__)
-
-TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
-MAX_PROPERTIES_CHARS = 32767
-MAX_QUEUE_ID = 2**31 - 1
-#: integer fields a producer gives, checked against their widths in the record
-_PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
-_BATCH_INT_FIELDS = ("sys_flag", "born_timestamp", "reconsume_times")
-#: what the store decides and only a replay of a recorded record may give
-_REPLAY_FIELDS = ("store_timestamp", "queue_offset", "body_crc")
-
-
-_PUT_OK = PutMessageStatus.PUT_OK
-
-
-class _WritersRegistry:
-    """The store roots this process has open for writing.
-
-    The lock file's POSIX record lock keeps other processes out, but it belongs to the
-    process: a second writable ``MessageStore`` on the same directory in this process
-    would take it again silently.  So each writable root is registered here, under its
-    real path and its (device, inode) -- a symlink, another spelling or a bind mount of
-    the same directory is the same store.
-    """
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self._held: dict = {}  # key -> the MessageStore holding it
-
-    def take(self, store: "MessageStore") -> tuple:
-        """Register ``store.root`` (which must exist) or raise :class:`StoreStateError`."""
-        st = os.stat(store.root)
-        keys = (("path", os.path.realpath(store.root)), ("inode", st.st_dev, st.st_ino))
-        with self._lock:
-            for key in keys:
-                holder = self._held.get(key)
-                if holder is not None and holder is not store:
-                    raise StoreStateError(
-                        f"{store.root} is in use: it is already open for writing in this process"
-                        + (f" (as {holder.root})" if holder.root != store.root else ""))
-            for key in keys:
-                self._held[key] = store
-        return keys
-
-    def release(self, store: "MessageStore", keys) -> None:
-        with self._lock:
-            for key in keys:
-                if self._held.get(key) is store:
-                    del self._held[key]
-
-
-_WRITERS = _WritersRegistry()
 
 
 class FlushConsumeQueueService(ServiceThread):
@@ -157,54 +109,7 @@ class FlushConsumeQueueService(ServiceThread):
         self._do_flush(RETRY_TIMES_OVER)
 
 
-def _bucket(elapsed_ms: float) -> int:
-    for i, bound in enumerate((0, 10, 50, 100, 200, 500)):
-        if elapsed_ms <= bound:
-            return i
-    return 6
-
-
-class StoreStats:
-    """Put statistics (a slice of RocketMQ's StoreStatsService)."""
-
-    def __init__(self):
-        self._lock = threading.Lock()
-        self.put_message_times_total: dict[str, int] = {}
-        self.put_message_size_total: dict[str, int] = {}
-        self.put_message_failed_times = 0
-        self.put_message_entire_time_max = 0.0  # ms
-        self.put_message_distribute_time = [0] * 7  # <=0ms, 0-10, 10-50, 50-100, 100-200, 200-500, >500
-        self.status_counts: dict[str, int] = {}
-
-    def record(self, topic: str, result: PutMessageResult, elapsed_ms: float, msg_num: int = 1) -> None:
-        with self._lock:
-            if result.status is _PUT_OK:
-                self.put_message_times_total[topic] = self.put_message_times_total.get(topic, 0) + msg_num
-                self.put_message_size_total[topic] = (self.put_message_size_total.get(topic, 0)
-                                                      + result.append_result.wrote_bytes)
-            else:
-                self.put_message_failed_times += 1
-            name = result.status.name
-            self.status_counts[name] = self.status_counts.get(name, 0) + 1
-            if elapsed_ms > self.put_message_entire_time_max:
-                self.put_message_entire_time_max = elapsed_ms
-            i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
-            self.put_message_distribute_time[i] += 1
-
-    def snapshot(self) -> dict:
-        with self._lock:
-            return {
-                "putMessageTimesTotal": sum(self.put_message_times_total.values()),
-                "putMessageSizeTotal": sum(self.put_message_size_total.values()),
-                "putMessageFailedTimes": self.put_message_failed_times,
-                "putMessageEntireTimeMax": self.put_message_entire_time_max,
-                "putMessageDistributeTime": list(self.put_message_distribute_time),
-                "byTopic": dict(self.put_message_times_total),
-                "statusCounts": dict(self.status_counts),
-            }
-
-
-class MessageStore:
+class MessageStore(PutPath, StoreLock):
     """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``)."""
 
     def __init__(self, root, config: StoreConfig | None = None, *, clock=None, topic_queue_nums=None,
@@ -304,35 +209,6 @@ class MessageStore:
         recovery.recover(self, self.last_exit_ok)
         self._loaded = True
         return True
-
-    def _take_lock(self) -> None:
-        """Lock ``<root>/lock`` like RocketMQ (a POSIX record lock, which Java's FileLock also uses)."""
-        import fcntl
-
-        if self._lock_fd is not None:
-            return
-        keys = _WRITERS.take(self)  # this process first: the POSIX lock would not see a second writer here
-        try:
-            fd = os.open(lock_path(self.root), os.O_RDWR | os.O_CREAT, 0o644)
-            try:
-                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
-            except OSError:
-                os.close(fd)
-                raise StoreStateError(f"{self.root} is in use: another process holds its lock file") from None
-            if os.pread(fd, 4, 0) != b"lock":  # RocketMQ's content; an existing lock file stays untouched
-                os.pwrite(fd, b"lock", 0)
-        except BaseException:
-            _WRITERS.release(self, keys)
-            raise
-        self._lock_fd = fd
-        self._writer_keys = keys
-
-    def _release_lock(self) -> None:
-        fd, self._lock_fd = self._lock_fd, None
-        if fd is not None:
-            os.close(fd)  # closing drops the POSIX lock
-            _WRITERS.release(self, self._writer_keys)
-            self._writer_keys = ()
 
     def start(self) -> None:
         if self.read_only:
@@ -446,291 +322,6 @@ class MessageStore:
 
     def __exit__(self, *exc):
         self.shutdown()
-
-    # -- checks --------------------------------------------------------------------
-    def is_os_page_cache_busy(self) -> bool:
-        begin = self.commit_log.begin_time_in_lock
-        return begin > 0 and self.clock() - begin > self.config.os_page_cache_busy_timeout_mills
-
-    def make_not_writeable(self, reason: str) -> None:
-        """Refuse every later put (SERVICE_NOT_AVAILABLE naming ``reason``) until the store is reopened.
-
-        RocketMQ's RunningFlags (logics queue / index file error): a flush, commit or dispatch
-        that the disk refused.  The abort file then stays at shutdown, so the next start
-        recovers abnormally and dispatches again what was not.
-        """
-        if self.writeable:
-            log.error("message store is not writeable from now on: %s", reason)
-            self.not_writeable_reason = reason
-        self.writeable = False
-
-    def check_store_status(self) -> PutMessageResult | None:
-        if self.shutdown_flag:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, message=(
-                "message store is opened read-only" if self.read_only
-                else "message store is shut down (or not started)"))
-        if self.config.broker_role is BrokerRole.SLAVE:
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE,
-                                    message="this store is a slave; puts go to the master")
-        if not self.writeable:
-            reason = self.not_writeable_reason
-            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, message=(
-                f"message store is not writeable: {reason}" if reason else "message store is not writeable"))
-        if self.is_os_page_cache_busy():
-            return PutMessageResult(PutMessageStatus.OS_PAGECACHE_BUSY,
-                                    message="the put lock has been held too long (page cache busy)")
-        return None
-
-    def _check_topic(self, topic) -> str | None:
-        if not isinstance(topic, str):
-            return f"topic must be a str, got {type(topic).__name__}"
-        if len(topic) > MAX_TOPIC_LENGTH:
-            return f"topic is {len(topic)} characters, longer than {MAX_TOPIC_LENGTH}"
-        if not TOPIC_PATTERN.match(topic):
-            return f"topic {topic!r} has characters outside [%|a-zA-Z0-9_-] (or is empty)"
-        return None
-
-    def _check_queue(self, topic, queue_id) -> str | None:
-        if type(queue_id) is not int:
-            return f"queue id must be an int, got {type(queue_id).__name__}"
-        limit = self.topic_queue_nums.get(topic, MAX_QUEUE_ID + 1)
-        if not 0 <= queue_id < limit:
-            return f"queue id {queue_id} is out of range [0, {limit}) for topic {topic!r}"
-        return None
-
-    def check_message(self, msg) -> PutMessageResult | None:
-        """``checkMessage``: None when the message may be put, else MESSAGE_ILLEGAL and why.
-
-        Integer fields that the fast path does not look at are range-checked by the encoder
-        (the same layout widths, :func:`rmqstore.record.field_problem`).
-        """
-        if (type(msg) is Message and msg.topic in self._good_topics and type(msg.queue_id) is int
-                and 0 <= msg.queue_id < self._good_topics[msg.topic] and type(msg.properties) is str
-                and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes
-                and msg.store_timestamp is None and msg.queue_offset is None and msg.body_crc is None):
-            return None  # the common case, decided without building messages
-        return self._check_message(msg, replay=False)
-
-    def check_replayed_message(self, msg) -> PutMessageResult | None:
-        """:meth:`check_message` for :meth:`replay_message`: the recorded values must be there and fit."""
-        return self._check_message(msg, replay=True)
-
-    def _check_message(self, msg, replay: bool) -> PutMessageResult | None:
-        problem = None
-        if not isinstance(msg, Message):
-            problem = f"expected a Message, got {type(msg).__name__}"
-        elif not isinstance(msg.body, (bytes, bytearray, memoryview)):
-            problem = f"body must be bytes, got {type(msg.body).__name__}"
-        elif not isinstance(msg.properties, str):
-            problem = f"properties must be a str, got {type(msg.properties).__name__}"
-        elif len(msg.properties) > MAX_PROPERTIES_CHARS:
-            problem = f"properties string is {len(msg.properties)} characters, longer than {MAX_PROPERTIES_CHARS}"
-        else:
-            problem = (self._check_topic(msg.topic) or self._check_queue(msg.topic, msg.queue_id)
-                       or _int_fields_problem(msg, _PRODUCER_INT_FIELDS)
-                       or (_replay_fields_problem(msg) if replay else _decided_fields_problem(msg)))
-        if problem:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
-        if len(self._good_topics) < 100_000:
-            self._good_topics[msg.topic] = self.topic_queue_nums.get(msg.topic, MAX_QUEUE_ID + 1)
-        return None
-
-    def check_messages(self, batch) -> PutMessageResult | None:
-        problem = None
-        if not isinstance(batch, MessageBatch):
-            problem = f"expected a MessageBatch, got {type(batch).__name__}"
-        elif not batch.items:
-            problem = "a batch needs at least one message"
-        elif len(batch.items) > self.config.max_msgs_num_batch * 1000:
-            problem = f"batch of {len(batch.items)} messages is too large"
-        else:
-            problem = (self._check_topic(batch.topic) or self._check_queue(batch.topic, batch.queue_id)
-                       or _int_fields_problem(batch, _BATCH_INT_FIELDS))
-            if problem is None:
-                for i, item in enumerate(batch.items):
-                    if not isinstance(item.body, (bytes, bytearray, memoryview)):
-                        problem = f"batch item {i}: body must be bytes, got {type(item.body).__name__}"
-                        break
-                    if not isinstance(item.properties, str):
-                        problem = f"batch item {i}: properties must be a str"
-                        break
-                    problem = field_problem("flag", item.flag)
-                    if problem:
-                        problem = f"batch item {i}: {problem}"
-                        break
-        if problem:
-            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
-        return None
-
-    # -- puts ----------------------------------------------------------------------
-    def put_message(self, msg: Message) -> PutMessageResult:
-        """Put one message and wait for what the configuration promises (sync flush, slave)."""
-        return self._put(msg, self.check_message, self.commit_log.put_message)
-
-    def put_messages(self, batch: MessageBatch) -> PutMessageResult:
-        """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
-        return self._put(batch, self.check_messages, self.commit_log.put_messages)
-
-    def replay_message(self, msg: Message) -> PutMessageResult:
-        """Write a recorded record again (``rmqstore load``): the one way to give what the store decides.
-
-        ``msg.store_timestamp`` (required) and ``msg.body_crc`` (optional) are written as
-        recorded; ``msg.queue_offset`` (optional) must be the one the store gives the record
-        anyway -- its queue's next one, 0 for a prepared or rolled-back record -- or the
-        replay is refused with MESSAGE_ILLEGAL, so a copy's consume queues count as the
-        original's.  The store timestamp must be a non-negative int64 but need not grow:
-        RocketMQ takes it from the wall clock, which may step back, and a copy keeps that.
-        No delay-level rewrite: the record is stored as it was.
-        """
-        return self._put(msg, self.check_replayed_message, self.commit_log.put_message)
-
-    @property
-    def tracer(self):
-        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
-        return self.commit_log.tracer
-
-    @tracer.setter
-    def tracer(self, value) -> None:
-        self.commit_log.tracer = value
-
-    def _put(self, item, check, append) -> PutMessageResult:
-        begin = _perf()
-        tr = self.commit_log.tracer
-        if tr is None:
-            result = self.check_store_status() or check(item)
-        else:
-            result = self._traced_checks(tr, item, check)
-        if result is None:
-            result = append(item)
-            if result.status is _PUT_OK:
-                result = self._wait_flush_and_replica(result, item)
-        ok = result.status is _PUT_OK
-        if tr is not None:
-            tr.event("put.end", status=result.status.name, message=result.message,
-                     elapsed_ms=(_perf() - begin) * 1000)
-        self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                          (_perf() - begin) * 1000, result.append_result.msg_num if ok else 1)
-        return result
-
-    def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
-        tr.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
-                 topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
-        result = self.check_store_status()
-        tr.event("check.store_status", status=result.status.name if result else "OK",
-                 message=result.message if result else "")
-        if result is None:
-            result = check(item)
-            tr.event("check.message", status=result.status.name if result else "OK",
-                     message=result.message if result else "")
-        return result
-
-    def async_put_message(self, msg: Message) -> Future:
-        """Like ``asyncPutMessage``: a future of the result (resolved when the promise is kept)."""
-        return self._submit_async(self.put_message, msg)
-
-    def async_put_messages(self, batch: MessageBatch) -> Future:
-        return self._submit_async(self.put_messages, batch)
-
-    def _submit_async(self, fn, arg) -> Future:
-        # appends are serialised by the put lock anyway; waiting for the flush is what may block,
-        # so the wait happens on a small pool and the caller gets a future at once
-        pool = self._async_pool
-        if pool is None and not self.shutdown_flag:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with self._async_pool_lock:  # shutdown() takes it too: no pool is made after it looked
-                if self._async_pool is None and not self.shutdown_flag:
-                    self._async_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
-                pool = self._async_pool
-        if pool is not None and not self.shutdown_flag and not (
-                self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
-                and self.config.broker_role is not BrokerRole.SYNC_MASTER):
-            try:
-                return pool.submit(fn, arg)
-            except RuntimeError:  # shut down meanwhile: fn answers SERVICE_NOT_AVAILABLE below
-                pass
-        future: Future = Future()
-        future.set_result(fn(arg))  # nothing to wait for, or a refusal (not started, shut down)
-        return future
-
-    def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
-        status = _PUT_OK
-        cfg = self.config
-        tr = self.commit_log.tracer
-        replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
-        if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            service = self.group_commit_service
-            if msg.wait_store_msg_ok:
-                ar = result.append_result
-                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout)
-                if tr is not None:
-                    tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
-                             timeout_ms=cfg.sync_flush_timeout)
-                service.put_request(req)
-                status = req.wait(cfg.sync_flush_timeout / 1000.0 + 1.0)
-            else:
-                if tr is not None:
-                    tr.event("flush.request", mode="group_commit_wakeup", waits=False)
-                service.wakeup()
-        elif self.commit_service is not None:
-            if tr is not None:
-                tr.event("flush.request", mode="commit_wakeup", service="CommitRealTimeService")
-            self.commit_service.wakeup()
-        else:
-            if tr is not None:
-                tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
-            self.flush_service.wakeup()
-        replica_status = self._replica_status(replica, tr)
-        if replica_status is not _PUT_OK:
-            status = replica_status  # replication overrides the flush status, as in RocketMQ
-        if status is _PUT_OK:
-            return result
-        return PutMessageResult(status, result.append_result, {
-            PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
-            PutMessageStatus.FLUSH_SLAVE_TIMEOUT: "the message was written but no slave acknowledged it in time",
-            PutMessageStatus.SLAVE_NOT_AVAILABLE: ("SYNC_MASTER with no slave to replicate to (none connected, "
-                                                   "or more than ha_slave_fallbehind_max bytes behind)"),
-        }.get(status, ""))
-
-    def _submit_replica(self, result: PutMessageResult, msg):
-        """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
-        if self.config.broker_role is not BrokerRole.SYNC_MASTER or not msg.wait_store_msg_ok:
-            return _PUT_OK
-        ar = result.append_result
-        end = ar.wrote_offset + ar.wrote_bytes
-        ha = self.ha_service
-        if ha is None or not ha.is_slave_ok(end):
-            return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        return ha.submit(end, self.config.sync_flush_timeout)
-
-    def _replica_status(self, replica, tr) -> PutMessageStatus:
-        """Wait for the replica request (if one was made); trace the wait as its own stage."""
-        waits = not isinstance(replica, PutMessageStatus)
-        begin = _perf()
-        status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
-        if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
-            self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
-                                                 replica.next_offset if waits else None)
-        if tr is not None:
-            tr.event("replica", role=self.config.broker_role.value, status=status.name, waits=waits,
-                     next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
-                     acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
-        return status
-
-    def update_ha_master_address(self, address: str | None) -> None:
-        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
-        if self.ha_service is None:
-            raise StoreStateError("no HA service: the store is not started, or not a slave")
-        self.ha_service.update_master_address(address)
-
-    def append_to_commit_log(self, start_offset: int, data) -> bool:
-        """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
-        if self.shutdown_flag:
-            return False
-        ok = self.commit_log.append_data(start_offset, data)
-        if ok:
-            self.reput_message_service.wakeup()
-        return ok
 
     # -- dispatch ------------------------------------------------------------------
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
@@ -871,37 +462,3 @@ def open_store(path, read_only: bool = True, config: StoreConfig | None = None) 
     if not read_only:
         store.start()
     return store
-
-
-def _int_fields_problem(item, names) -> str | None:
-    """The first of ``item``'s integer fields ``names`` that does not fit its width in the record."""
-    for name in names:
-        problem = field_problem(name, getattr(item, name))
-        if problem:
-            return problem
-    return None
-
-
-def _decided_fields_problem(msg: Message) -> str | None:
-    """A put may not give what the store decides (RocketMQ's put path overwrites these; we refuse)."""
-    for name in _REPLAY_FIELDS:
-        if getattr(msg, name) is not None:
-            return (f"{name} is decided by the store; only a replay of a recorded record "
-                    f"(MessageStore.replay_message, rmqstore load) may give it")
-    return None
-
-
-def _replay_fields_problem(msg: Message) -> str | None:
-    """A replayed record's recorded values: a store timestamp (required) and offsets that fit."""
-    if msg.store_timestamp is None:
-        return "a replayed record needs its recorded store_timestamp"
-    for name in _REPLAY_FIELDS:
-        value = getattr(msg, name)
-        if value is None:
-            continue
-        problem = field_problem(name, value)
-        if problem:
-            return problem
-        if value < 0 and name != "body_crc":  # a CRC is any 32-bit pattern a record may hold
-            return f"{name} = {value} is negative"
-    return None

@@ -12,12 +12,12 @@ decimal *strings*: a JS number is exact only up to 2**53, a commitlog offset is 
 
 from __future__ import annotations
 
-import datetime as _dt
 import struct
 
 from rmqstore.crc import crc32
 from rmqstore.errors import CorruptRecordError
 from rmqstore.layout import BLANK_MAGIC_CODE, BLANK_RECORD, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2
+from rmqstore.log_browser import fmt_ms, i64  # the rows' 64-bit strings and dates are the core's
 from rmqstore.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from rmqstore.record import MessageRecord, create_message_id, decode_record, record_field_spans
 from rmqstore.sysflag import describe as describe_sys_flag
@@ -67,20 +67,6 @@ def _table() -> list[dict]:
 
 #: every field (and length prefix) a view may colour: name, RocketMQ name, kind, doc, colour
 FIELD_TABLE: list[dict] = _table()
-
-
-def i64(value: int) -> str:
-    """A 64-bit integer for JavaScript: a decimal string (exact beyond 2**53)."""
-    return str(int(value))
-
-
-def fmt_ms(ms: int) -> str:
-    """Milliseconds since the epoch as an ISO date in UTC, or why not."""
-    try:
-        t = _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.timezone.utc)
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} (not a date)"
-    return t.strftime("%Y-%m-%d %H:%M:%S.") + f"{t.microsecond // 1000:03d} UTC"
 
 
 def _body_preview(body: bytes, limit: int = 64) -> str:

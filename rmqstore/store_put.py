@@ -1,0 +1,270 @@
+"""The put path after the checks: append, then wait for what the configuration promises.
+
+RocketMQ's ``DefaultMessageStore#asyncPutMessage`` and ``CommitLog#handleDiskFlush`` /
+``handleHA``.  A put is checked (:mod:`rmqstore.store_checks`), appended by the commitlog,
+and then, before the result goes back:
+
+* with SYNC_FLUSH and a message that waits for its store, a group-commit request is handed
+  to the flush service and waited on (FLUSH_DISK_TIMEOUT when it does not come in time);
+  otherwise the flush (or commit) service is only woken;
+* with SYNC_MASTER, at the same time, a replica request waits for a slave's acknowledgement
+  (:mod:`rmqstore.ha`): SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave
+  is too far behind, FLUSH_SLAVE_TIMEOUT when none acknowledged it in time.  The replica
+  request is made *before* the flush wait so the two overlap, and a replication status
+  other than PUT_OK overrides the flush status, as in RocketMQ.
+
+Every put, refused or not, is counted in :class:`StoreStats`.  With a tracer set
+(:mod:`rmqstore.trace`) each stage is an event; without one the path pays nothing for it.
+The async forms hand the wait to a small pool only when there is something to wait for.
+:class:`PutPath` is a mixin of :class:`~rmqstore.store.MessageStore`; the attributes it
+reads are declared on it.
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from time import perf_counter as _perf
+
+from .config import BrokerRole, FlushDiskType
+from .dispatch import ReputMessageService
+from .errors import StoreStateError
+from .flush import CommitRealTimeService, FlushRealTimeService, GroupCommitRequest, GroupCommitService
+from .ha import HAService
+from .message import Message, MessageBatch
+from .status import PutMessageResult, PutMessageStatus
+from .store_checks import PutChecks
+
+__all__ = ["PutPath", "StoreStats"]
+
+_PUT_OK = PutMessageStatus.PUT_OK
+
+
+def _bucket(elapsed_ms: float) -> int:
+    for i, bound in enumerate((0, 10, 50, 100, 200, 500)):
+        if elapsed_ms <= bound:
+            return i
+    return 6
+
+
+class StoreStats:
+    """Put statistics (a slice of RocketMQ's StoreStatsService)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.put_message_times_total: dict[str, int] = {}
+        self.put_message_size_total: dict[str, int] = {}
+        self.put_message_failed_times = 0
+        self.put_message_entire_time_max = 0.0  # ms
+        self.put_message_distribute_time = [0] * 7  # <=0ms, 0-10, 10-50, 50-100, 100-200, 200-500, >500
+        self.status_counts: dict[str, int] = {}
+
+    def record(self, topic: str, result: PutMessageResult, elapsed_ms: float, msg_num: int = 1) -> None:
+        with self._lock:
+            if result.status is _PUT_OK:
+                self.put_message_times_total[topic] = self.put_message_times_total.get(topic, 0) + msg_num
+                self.put_message_size_total[topic] = (self.put_message_size_total.get(topic, 0)
+                                                      + result.append_result.wrote_bytes)
+            else:
+                self.put_message_failed_times += 1
+            name = result.status.name
+            self.status_counts[name] = self.status_counts.get(name, 0) + 1
+            if elapsed_ms > self.put_message_entire_time_max:
+                self.put_message_entire_time_max = elapsed_ms
+            i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
+            self.put_message_distribute_time[i] += 1
+
+    def snapshot(self) -> dict:
+        with self._lock:
+            return {
+                "putMessageTimesTotal": sum(self.put_message_times_total.values()),
+                "putMessageSizeTotal": sum(self.put_message_size_total.values()),
+                "putMessageFailedTimes": self.put_message_failed_times,
+                "putMessageEntireTimeMax": self.put_message_entire_time_max,
+                "putMessageDistributeTime": list(self.put_message_distribute_time),
+                "byTopic": dict(self.put_message_times_total),
+                "statusCounts": dict(self.status_counts),
+            }
+
+
+class PutPath(PutChecks):
+    """Puts, replays, the async forms, and a slave's appends, as methods of the store."""
+
+    # what MessageStore.__init__ (and start()) give this part
+    stats: StoreStats
+    group_commit_service: GroupCommitService | None
+    flush_service: FlushRealTimeService | None
+    commit_service: CommitRealTimeService | None
+    ha_service: HAService | None
+    reput_message_service: ReputMessageService
+    _async_pool: ThreadPoolExecutor | None
+    _async_pool_lock: threading.Lock
+
+    def put_message(self, msg: Message) -> PutMessageResult:
+        """Put one message and wait for what the configuration promises (sync flush, slave)."""
+        return self._put(msg, self.check_message, self.commit_log.put_message)
+
+    def put_messages(self, batch: MessageBatch) -> PutMessageResult:
+        """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
+        return self._put(batch, self.check_messages, self.commit_log.put_messages)
+
+    def replay_message(self, msg: Message) -> PutMessageResult:
+        """Write a recorded record again (``rmqstore load``): the one way to give what the store decides.
+
+        ``msg.store_timestamp`` (required) and ``msg.body_crc`` (optional) are written as
+        recorded; ``msg.queue_offset`` (optional) must be the one the store gives the record
+        anyway -- its queue's next one, 0 for a prepared or rolled-back record -- or the
+        replay is refused with MESSAGE_ILLEGAL, so a copy's consume queues count as the
+        original's.  The store timestamp must be a non-negative int64 but need not grow:
+        RocketMQ takes it from the wall clock, which may step back, and a copy keeps that.
+        No delay-level rewrite: the record is stored as it was.
+        """
+        return self._put(msg, self.check_replayed_message, self.commit_log.put_message)
+
+    @property
+    def tracer(self):
+        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
+        return self.commit_log.tracer
+
+    @tracer.setter
+    def tracer(self, value) -> None:
+        self.commit_log.tracer = value
+
+    def _put(self, item, check, append) -> PutMessageResult:
+        begin = _perf()
+        tr = self.commit_log.tracer
+        if tr is None:
+            result = self.check_store_status() or check(item)
+        else:
+            result = self._traced_checks(tr, item, check)
+        if result is None:
+            result = append(item)
+            if result.status is _PUT_OK:
+                result = self._wait_flush_and_replica(result, item)
+        ok = result.status is _PUT_OK
+        if tr is not None:
+            tr.event("put.end", status=result.status.name, message=result.message,
+                     elapsed_ms=(_perf() - begin) * 1000)
+        self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
+                          (_perf() - begin) * 1000, result.append_result.msg_num if ok else 1)
+        return result
+
+    def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
+        tr.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
+                 topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
+        result = self.check_store_status()
+        tr.event("check.store_status", status=result.status.name if result else "OK",
+                 message=result.message if result else "")
+        if result is None:
+            result = check(item)
+            tr.event("check.message", status=result.status.name if result else "OK",
+                     message=result.message if result else "")
+        return result
+
+    def async_put_message(self, msg: Message) -> Future:
+        """Like ``asyncPutMessage``: a future of the result (resolved when the promise is kept)."""
+        return self._submit_async(self.put_message, msg)
+
+    def async_put_messages(self, batch: MessageBatch) -> Future:
+        return self._submit_async(self.put_messages, batch)
+
+    def _submit_async(self, fn, arg) -> Future:
+        # appends are serialised by the put lock anyway; waiting for the flush is what may block,
+        # so the wait happens on a small pool and the caller gets a future at once
+        pool = self._async_pool
+        if pool is None and not self.shutdown_flag:
+            from concurrent.futures import ThreadPoolExecutor
+
+            with self._async_pool_lock:  # shutdown() takes it too: no pool is made after it looked
+                if self._async_pool is None and not self.shutdown_flag:
+                    self._async_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
+                pool = self._async_pool
+        if pool is not None and not self.shutdown_flag and not (
+                self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
+                and self.config.broker_role is not BrokerRole.SYNC_MASTER):
+            try:
+                return pool.submit(fn, arg)
+            except RuntimeError:  # shut down meanwhile: fn answers SERVICE_NOT_AVAILABLE below
+                pass
+        future: Future = Future()
+        future.set_result(fn(arg))  # nothing to wait for, or a refusal (not started, shut down)
+        return future
+
+    def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
+        status = _PUT_OK
+        cfg = self.config
+        tr = self.commit_log.tracer
+        replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
+        if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
+            service = self.group_commit_service
+            if msg.wait_store_msg_ok:
+                ar = result.append_result
+                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout)
+                if tr is not None:
+                    tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
+                             timeout_ms=cfg.sync_flush_timeout)
+                service.put_request(req)
+                status = req.wait(cfg.sync_flush_timeout / 1000.0 + 1.0)
+            else:
+                if tr is not None:
+                    tr.event("flush.request", mode="group_commit_wakeup", waits=False)
+                service.wakeup()
+        elif self.commit_service is not None:
+            if tr is not None:
+                tr.event("flush.request", mode="commit_wakeup", service="CommitRealTimeService")
+            self.commit_service.wakeup()
+        else:
+            if tr is not None:
+                tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
+            self.flush_service.wakeup()
+        replica_status = self._replica_status(replica, tr)
+        if replica_status is not _PUT_OK:
+            status = replica_status  # replication overrides the flush status, as in RocketMQ
+        if status is _PUT_OK:
+            return result
+        return PutMessageResult(status, result.append_result, {
+            PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
+            PutMessageStatus.FLUSH_SLAVE_TIMEOUT: "the message was written but no slave acknowledged it in time",
+            PutMessageStatus.SLAVE_NOT_AVAILABLE: ("SYNC_MASTER with no slave to replicate to (none connected, "
+                                                   "or more than ha_slave_fallbehind_max bytes behind)"),
+        }.get(status, ""))
+
+    def _submit_replica(self, result: PutMessageResult, msg):
+        """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
+        if self.config.broker_role is not BrokerRole.SYNC_MASTER or not msg.wait_store_msg_ok:
+            return _PUT_OK
+        ar = result.append_result
+        end = ar.wrote_offset + ar.wrote_bytes
+        ha = self.ha_service
+        if ha is None or not ha.is_slave_ok(end):
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        return ha.submit(end, self.config.sync_flush_timeout)
+
+    def _replica_status(self, replica, tr) -> PutMessageStatus:
+        """Wait for the replica request (if one was made); trace the wait as its own stage."""
+        waits = not isinstance(replica, PutMessageStatus)
+        begin = _perf()
+        status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
+        if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
+            self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
+                                                 replica.next_offset if waits else None)
+        if tr is not None:
+            tr.event("replica", role=self.config.broker_role.value, status=status.name, waits=waits,
+                     next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
+                     acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
+        return status
+
+    def update_ha_master_address(self, address: str | None) -> None:
+        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
+        if self.ha_service is None:
+            raise StoreStateError("no HA service: the store is not started, or not a slave")
+        self.ha_service.update_master_address(address)
+
+    def append_to_commit_log(self, start_offset: int, data) -> bool:
+        """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
+        if self.shutdown_flag:
+            return False
+        ok = self.commit_log.append_data(start_offset, data)
+        if ok:
+            self.reput_message_service.wakeup()
+        return ok
