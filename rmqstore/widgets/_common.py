@@ -22,13 +22,14 @@ from rmqstore.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
 from rmqstore.record import MessageRecord, create_message_id, decode_record, record_field_spans
 from rmqstore.sysflag import describe as describe_sys_flag
 
-__all__ = ["FIELD_TABLE", "field_colour", "i64", "record_details", "BLANK_SHOWN", "fmt_ms"]
+__all__ = ["FIELD_TABLE", "field_colour", "i64", "record_details", "BLANK_SHOWN", "fmt_ms", "palette", "body_preview",
+           "split_properties"]
 
 #: bytes of a blank record's filler shown after its 8-byte header
 BLANK_SHOWN = 56
 
 
-def _palette(n: int) -> list[str]:
+def palette(n: int) -> list[str]:
     """``n`` distinct, readable background colours (evenly spaced hues, neighbours far apart)."""
     out = []
     step = 7 if n % 7 else 5  # co-prime with n: neighbours in the table get far-apart hues
@@ -39,7 +40,7 @@ def _palette(n: int) -> list[str]:
     return out
 
 
-_COLOURS = dict(zip((f.name for f in MESSAGE_FIELDS), _palette(len(MESSAGE_FIELDS))))
+_COLOURS = dict(zip((f.name for f in MESSAGE_FIELDS), palette(len(MESSAGE_FIELDS))))
 
 
 def field_colour(name: str) -> str:
@@ -69,7 +70,7 @@ def _table() -> list[dict]:
 FIELD_TABLE: list[dict] = _table()
 
 
-def _body_preview(body: bytes, limit: int = 64) -> str:
+def body_preview(body: bytes, limit: int = 64) -> str:
     head = body[:limit]
     more = f" ... ({len(body):,} bytes)" if len(body) > limit else f" ({len(body):,} bytes)"
     try:
@@ -81,7 +82,7 @@ def _body_preview(body: bytes, limit: int = 64) -> str:
     return head.hex(" ") + more
 
 
-def _split_properties(props: str) -> list[list[str]]:
+def split_properties(props: str) -> list[list[str]]:
     """Properties in stored order: ``[[name, value], ...]``."""
     out = []
     for item in props.split(PROPERTY_SEPARATOR):
@@ -172,9 +173,9 @@ def _message_details(buf, pos: int, phys: int, rec: MessageRecord) -> dict:
         "reconsume_times": (str(rec.reconsume_times), str(rec.reconsume_times), ""),
         "prepared_transaction_offset": (f"{rec.prepared_transaction_offset:,}",
                                         str(rec.prepared_transaction_offset), ""),
-        "body": (_body_preview(rec.body), "", ""),
+        "body": (body_preview(rec.body), "", ""),
         "topic": (rec.topic, "", ""),
-        "properties": (f"{len(_split_properties(rec.properties))} properties" if rec.properties else "(none)",
+        "properties": (f"{len(split_properties(rec.properties))} properties" if rec.properties else "(none)",
                        rec.properties, ""),
     }
     rows = []
@@ -183,7 +184,7 @@ def _message_details(buf, pos: int, phys: int, rec: MessageRecord) -> dict:
             rows.append(_row(name, f"{lengths[name]:,}", str(lengths[name])))
             continue
         value, raw, status = values[name]
-        extra = _split_properties(rec.properties) if name == "properties" else None
+        extra = split_properties(rec.properties) if name == "properties" else None
         rows.append(_row(name, value, raw, status, extra))
     msg_id = create_message_id(rec.store_host, rec.physical_offset)
     return {"kind": "message", "offset": i64(phys), "size": rec.total_size, "total_size": rec.total_size,

@@ -32,7 +32,7 @@ from rmqstore.remoting import (RemotingFrameError, RequestCode, ResponseCode, Se
 from rmqstore.remoting.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE
 
 from ._assets import css, esm
-from ._common import _body_preview, _palette, _split_properties
+from ._common import body_preview, palette, split_properties
 from .record_view import FieldBytesView
 
 __all__ = ["FrameView", "frame_details", "V2_CODES"]
@@ -72,7 +72,7 @@ def _values(frame: bytes, cmd) -> dict[str, tuple[str, object]]:
         "remark": (repr(cmd.remark) if cmd.remark else "(none)", None),
         "extFields": (f"{len(cmd.ext_fields)} entries", None),
         "serializeTypeCurrentRPC": (st, None),
-        "body": (_body_preview(cmd.body) if cmd.body else "(empty)", None),
+        "body": (body_preview(cmd.body) if cmd.body else "(empty)", None),
     }
 
 
@@ -80,7 +80,7 @@ def _ext_row(key: str, value: str, v2: bool) -> tuple[str, str, object]:
     meaning = V2_FIELDS.get(key, "") if v2 else ""
     name = meaning or key
     shown = value.replace(PROPERTY_SEPARATOR, "␂").replace("\x01", "␁")
-    extra = _split_properties(value) if name == "properties" else None
+    extra = split_properties(value) if name == "properties" else None
     return (f"{meaning} = {shown}" if meaning else shown), (f"{key} ({meaning})" if meaning else key), extra
 
 
@@ -102,7 +102,7 @@ def frame_details(frame: bytes) -> dict:
             return out
     values = _values(frame, cmd) if cmd is not None else {}
     v2 = cmd is not None and not cmd.is_response and cmd.code in V2_CODES
-    colours = _palette(max(len(spans), 1))
+    colours = palette(max(len(spans), 1))
     for i, (name, start, end, field) in enumerate(spans):
         out["spans"].append([name, start, end])
         java, doc, extra = field.java, field.doc, None

@@ -38,7 +38,7 @@ from rmqstore.recording import DEMO_CONFIG, MODES, demo_messages, record_put_pat
 from rmqstore.trace import SEND_STAGES, PutPathTrace
 
 from ._assets import css, esm
-from ._common import FIELD_TABLE, _palette, i64
+from ._common import FIELD_TABLE, palette, i64
 
 __all__ = ["PutPathPlayer", "build_steps", "build_frames", "replay", "BOXES", "LANES", "DEMO_CONFIG", "MODES", "demo_messages"]
 
@@ -369,7 +369,7 @@ def build_frames(events) -> tuple[bytes, list[list]]:
 
 
 def _colour(out: list, fields: list) -> None:
-    out += [f + [c] for f, c in zip(fields, _palette(max(len(fields), 1)))]
+    out += [f + [c] for f, c in zip(fields, palette(max(len(fields), 1)))]
 
 
 def _file_of(offset: int, table: dict) -> int | None:

@@ -51,7 +51,7 @@ from rmqstore.store_paths import offset_to_file_name
 from ._common import i64
 from ._live import LiveView
 
-__all__ = ["SegmentView", "segment_rows", "VIRTUALISE_ABOVE", "BLANK_WALK_BUDGET"]
+__all__ = ["SegmentView", "segment_rows", "VIRTUALISE_ABOVE", "BLANK_WALK_BUDGET", "pack_state"]
 
 #: the front end renders every row up to this many, then only the visible ones
 VIRTUALISE_ABOVE = 300
@@ -180,7 +180,8 @@ def segment_rows(store, *, topic: str | None = None, queue_id: int | None = None
     return groups, rows, summary
 
 
-def _pack(rows: list[tuple]) -> tuple[bytes, bytes]:
+def pack_state(rows: list[tuple]) -> tuple[bytes, bytes]:
+    """A view's segment rows as its two buffers (int64 file offsets, int32 positions): :func:`unpack_state`'s inverse."""
     files = struct.pack(f"<{len(rows)}q", *(r[0] for r in rows))
     flat = [v for r in rows for v in r[1:]]
     return files, struct.pack(f"<{len(flat)}i", *flat)
@@ -257,7 +258,7 @@ class SegmentView(LiveView, anywidget.AnyWidget):
         return view
 
     def _set_rows(self, groups, rows, summary) -> None:
-        files, positions = _pack(rows)
+        files, positions = pack_state(rows)
         with self.hold_sync():
             self.groups = groups
             self.files = files
@@ -276,7 +277,7 @@ class SegmentView(LiveView, anywidget.AnyWidget):
         if store is None:
             raise ValueError("no store: pass one or attach() first")
         groups, rows, summary = segment_rows(store, **(self._source or {}))
-        files, positions = _pack(rows)
+        files, positions = pack_state(rows)
         if files == self.files and positions == self.positions and groups == self.groups:
             return False
         self._set_rows(groups, rows, summary)

@@ -28,7 +28,7 @@ from rmqstore.reading import check_open
 from ._assets import css, esm
 from ._common import FIELD_TABLE, i64
 from .record_view import store_record_details
-from .segment_view import segment_rows, _pack
+from .segment_view import segment_rows, pack_state
 
 __all__ = ["StoreInspector", "LogBrowser"]
 
@@ -97,7 +97,7 @@ class StoreInspector(anywidget.AnyWidget):
         """Re-read segments, queues and the first page(s)."""
         b = self.browser
         groups, rows, seg_summary = segment_rows(self.store, blanks=64 * 1024 * 1024)
-        files, positions = _pack(rows)
+        files, positions = pack_state(rows)
         pages = []
         start = None
         for _ in range(max(1, self.embed_pages)):

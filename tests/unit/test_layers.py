@@ -58,16 +58,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
 #: (importer, imported module, private name) triples imported today, each with why
-ALLOWED_PRIVATE: dict[tuple[str, str, str], str] = {
-    **{("rmqstore.spark.cli", "rmqstore.cli", name):
-       "spark's commands print like the main CLI's; the cli <-> spark.cli cycle goes (issue 14.4)"
-       for name in ("_Out", "_json_out", "_print_verify", "_progress")},
-    **{("rmqstore.widgets.frame_view", "rmqstore.widgets._common", name):
-       "shared view helpers still named private in _common; make them public there"
-       for name in ("_body_preview", "_palette", "_split_properties")},
-    ("rmqstore.widgets.store_inspector", "rmqstore.widgets.segment_view", "_pack"):
-        "the inspector packs segments as the segment view does; the packing moves to the core (issue 14.4)",
-}
+ALLOWED_PRIVATE: dict[tuple[str, str, str], str] = {}
 
 
 def module_name(path: Path) -> str:
