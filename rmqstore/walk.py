@@ -57,7 +57,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from .crc import raw_crc32
-from .layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, message_header_struct
+from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, message_fields_struct,
+                     message_header_struct)
 from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 __all__ = ["End", "LogEnd", "Step", "step", "SegmentEnd", "walk_segment", "MIN_RECORD_SIZE"]
@@ -90,8 +91,9 @@ class LogEnd(str, Enum):
 #: no record is shorter (a V1 record with empty body, topic and properties)
 MIN_RECORD_SIZE = 91
 _MASK = 0x7FFFFFFF
-# total, magic, crc, queue id, flag, queue offset, physical offset, sys flag
-_HEAD = struct.Struct(">iiiiiqqi")
+# total, magic, crc, queue id, flag, queue offset, physical offset, sys flag: the layout table's
+_HEAD = message_fields_struct("total_size", "magic_code", "body_crc", "queue_id", "flag", "queue_offset",
+                              "physical_offset", "sys_flag")
 _TWO = struct.Struct(">ii")
 _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")

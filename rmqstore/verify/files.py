@@ -9,15 +9,14 @@ see what these views decode, never a file.
 from __future__ import annotations
 
 import os
-import struct
 
-from ..layout import INDEX_ENTRY
+from ..layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY
 from ..store_dir import data_in, first_nonzero
 from .queue_rules import CQ_UNIT, unit_place
 
 __all__ = ["MappedFile", "QueueView", "EntryTable", "UNIT", "last_nonzero_end", "rel_path"]
 
-UNIT = struct.Struct(">qiq")
+UNIT = CONSUME_QUEUE_UNIT.struct
 _ENTRY = INDEX_ENTRY.struct
 _CHUNK = 1 << 20
 _ZERO_CHUNK = bytes(_CHUNK)
