@@ -25,6 +25,7 @@ next put.  The files of a store, and what they mean together, are
 from __future__ import annotations
 
 import os
+import struct
 
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT, OS_PAGE_SIZE
@@ -40,6 +41,9 @@ _I32 = INDEX_SLOT.struct
 _SLOT = INDEX_SLOT.size  # 4
 _INT_MAX = 0x7FFFFFFF
 _HDR = INDEX_HEADER.offsets
+#: the header's four bounds (begin/end time, begin/end offset), which an entry-less file's creation writes
+_BOUNDS = struct.Struct(">" + "".join(INDEX_HEADER.field_struct(name).format.lstrip(">") for name in (
+    "begin_timestamp", "end_timestamp", "begin_phy_offset", "end_phy_offset")))
 
 
 def index_key_hash(key: str) -> int:
@@ -80,7 +84,7 @@ class IndexFile:
         if end_timestamp > 0:
             self.begin_timestamp = self.end_timestamp = end_timestamp
         if end_phy_offset > 0 or end_timestamp > 0:
-            self._write_header()
+            self._write_bounds()
 
     def has_entries(self) -> bool:
         return self.index_count > 1 or self.hash_slot_count > 0
@@ -93,12 +97,18 @@ class IndexFile:
         """An entry-less file's header: it begins and ends at ``phy_offset`` and ``timestamp``."""
         self.begin_phy_offset = self.end_phy_offset = phy_offset
         self.begin_timestamp = self.end_timestamp = timestamp
-        self._write_header()
+        self._write_bounds()
 
     def begins_where(self, phy_offset: int, timestamp: int) -> bool:
         """Does the header begin and end at ``phy_offset`` and ``timestamp`` (an entry-less file's header)?"""
         return (self.begin_phy_offset, self.end_phy_offset, self.begin_timestamp, self.end_timestamp) == \
             (phy_offset, phy_offset, timestamp, timestamp)
+
+    def _write_bounds(self) -> None:
+        """The four bounds in one write; the counts stay as the file has them (0 in a new file, as
+        RocketMQ's creation leaves them: it writes the counts with the first entry or a flush)."""
+        _BOUNDS.pack_into(self.buf, 0, self.begin_timestamp, self.end_timestamp, self.begin_phy_offset,
+                          self.end_phy_offset)
 
     def _write_header(self) -> None:
         """The whole header in one write, from the attributes.  (Field by field, a kill between two

@@ -25,6 +25,7 @@ from test_index_recovery import BASE_TS, written_then_killed
 from rmqstore.consume_queue import CQ_STORE_UNIT_SIZE
 from rmqstore.dispatch import tags_code_of
 from rmqstore.index import IndexFile, IndexService
+from rmqstore.layout import INDEX_HEADER
 from rmqstore.properties import string_to_properties
 from rmqstore.store import MessageStore
 from rmqstore.verify import verify
@@ -114,23 +115,18 @@ def test_an_index_header_a_kill_tore_at_creation_is_made_whole(tmp_path):
         service.shutdown()
 
 
-def test_a_new_index_file_header_is_one_write(tmp_path):
-    """Creating a file after a full one writes the whole header at once (one ``pack_into``)."""
+def test_a_new_index_file_header_is_one_write(tmp_path, monkeypatch):
+    """Creating a file after a full one writes its bounds at once (one ``pack_into`` of the four
+    begin/end fields); its counts stay 0 on disk until the first entry, as RocketMQ's creation leaves them."""
     writes = []
     prev = IndexFile(str(tmp_path / "20261124090000000"), 4, 2)
     assert prev.put_key("T#a", 700, BASE_TS)
-    real = IndexFile._write_header
-
-    def spy(self):
-        writes.append(self.header())
-        real(self)
-
-    IndexFile._write_header = spy
-    try:
-        f = IndexFile(str(tmp_path / "20261124090001000"), 4, 2, prev.end_phy_offset, prev.end_timestamp)
-    finally:
-        IndexFile._write_header = real
-    assert len(writes) == 1 and f.begins_where(700, BASE_TS)
+    for name in ("_write_header", "_write_bounds"):
+        real = getattr(IndexFile, name)
+        monkeypatch.setattr(IndexFile, name, lambda self, real=real, name=name: (writes.append(name), real(self)))
+    f = IndexFile(str(tmp_path / "20261124090001000"), 4, 2, prev.end_phy_offset, prev.end_timestamp)
+    assert writes == ["_write_bounds"] and f.begins_where(700, BASE_TS)
+    assert INDEX_HEADER.unpack_from(f.buf) == (BASE_TS, BASE_TS, 700, 700, 0, 0)
     f.shutdown()
     prev.shutdown()
 
