@@ -86,7 +86,7 @@ class AllocateRequest:
 class AllocateMappedFileService:
     """Creates mapped files on a background thread, one request ahead of the put path."""
 
-    def __init__(self, config, transient_store_pool: TransientStorePool | None = None, tracer=None):
+    def __init__(self, config, transient_store_pool: TransientStorePool | None = None):
         self.config = config
         self.transient_store_pool = transient_store_pool
         self.wait_timeout = config.allocate_wait_timeout_ms / 1000.0

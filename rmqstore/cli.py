@@ -87,8 +87,23 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+class _VersionAction(argparse.Action):
+    """``--version``: the package version and the active path (rmqstore.native), then exit."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from . import __version__, native
+
+        sys.stdout.write(f"rmqstore {__version__}\n{native.describe()}\n")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Apache RocketMQ's commitlog store, in Python.")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the version and which path runs (compiled fast path or pure Python)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, cmd in COMMANDS.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)

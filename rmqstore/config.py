@@ -80,6 +80,9 @@ class StoreConfig:
     ha_listen_host: str = "127.0.0.1"
     #: ours: a slave retries a closed or refused connection after this (RocketMQ: 5 s, fixed)
     ha_reconnect_interval: int = 5000
+    #: ours: use the compiled fast path where it is built (rmqstore.native); False forces this
+    #: store onto the pure-Python path, as RMQSTORE_PURE=1 does for the whole process
+    native: bool = True
 
     def __post_init__(self):
         self.flush_disk_type = FlushDiskType(self.flush_disk_type)

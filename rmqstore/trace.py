@@ -7,7 +7,7 @@ A tracer is anything with an ``event(stage, **fields)`` method.  Where it is rea
   services (through ``commit_log.tracer``), the put's flush/replica wait, the reput
   thread's dispatch (``store.do_dispatch`` reads ``commit_log.tracer``) and the HA group
   transfer service (through a ``lambda: store.tracer``) all look there.  The allocate
-  service holds no tracer (its constructor takes a ``tracer`` argument and drops it): a new
+  service holds no tracer: a new
   file shows up as ``mapped_file.allocated`` from the put thread that received it, and the
   reput service holds none either.
 * the broker: ``broker.send_processor.tracer`` (the send processor's checks and answer) and

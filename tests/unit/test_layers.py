@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "rmqstore.layout", "rmqstore.errors", "rmqstore.config", "rmqstore.crc", "rmqstore.sysflag",
         "rmqstore.properties", "rmqstore.record", "rmqstore.message", "rmqstore.status",
         "rmqstore.dumpfmt", "rmqstore.walk", "rmqstore.fastscan", "rmqstore.ranges",
-        "rmqstore.trace", "rmqstore.progress",
+        "rmqstore.trace", "rmqstore.progress", "rmqstore.native",
     )),
     ("files", (
         "rmqstore.mapped_file", "rmqstore.mapped_file_queue", "rmqstore.store_dir", "rmqstore.store_paths",

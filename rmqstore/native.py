@@ -1,0 +1,120 @@
+"""Which path runs: the compiled fast path, or the pure-Python reference.
+
+The hard idea
+-------------
+rmqstore has two implementations of its hot loops and one behaviour.  The pure-Python
+engine is the reference and the lesson -- the notebooks, the put-path trace and the
+widgets read it -- and it is always there.  Beside it, optional C extension modules built
+by the package's own build (``setup.py``, with the machine's C compiler; nothing is
+fetched) do the same work with fewer Python calls and, where the work touches no Python
+object, without the GIL:
+
+``rmqstore._cwalk``
+    the one segment walk with its body CRC (:mod:`rmqstore.walk`), and the CRC itself;
+``rmqstore._cput``
+    a record's encoding and its append under the put lock (:mod:`rmqstore.commit_log`);
+``rmqstore._cdispatch``
+    the dispatch of a run of records into consume-queue units and index entries
+    (:mod:`rmqstore.dispatch`).
+
+Like markupsafe's or PyYAML's speedups, each is optional: where it did not build (no
+compiler, another platform) the pure path runs and nothing else changes.  Equality is
+proven by tests, not assumed: the same inputs through both paths give the same bytes on
+disk and the same results (``tests/unit/test_native_*.py``).
+
+The switch
+----------
+``RMQSTORE_PURE=1`` in the environment forces the pure path for the whole process (read
+once, at import).  A store can also ask for it alone: ``StoreConfig(native=False)``.  A
+caller asks :func:`module` for an extension and gets ``None`` when the pure path must run;
+that is the one place the decision is made.  :func:`describe` says which path is active
+(``rmqstore --version`` prints it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+
+__all__ = ["PURE_ENV", "MODULES", "forced_pure", "module", "status", "describe", "active"]
+
+#: the environment variable that forces the pure-Python path for the whole process
+PURE_ENV = "RMQSTORE_PURE"
+
+#: the compiled modules and what each speeds up
+MODULES = {
+    "_cwalk": "segment walk + CRC",
+    "_cput": "record encode + append",
+    "_cdispatch": "dispatch to consume queues + index",
+}
+
+_FORCED = os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")
+_loaded: dict[str, object] = {}
+_missing: dict[str, str] = {}
+
+
+def forced_pure() -> bool:
+    """True when ``RMQSTORE_PURE`` asks for the pure path (read once, at import)."""
+    return _FORCED
+
+
+def _import(name: str):
+    if name in _loaded:
+        return _loaded[name]
+    if name in _missing:
+        return None
+    try:
+        mod = importlib.import_module(f"rmqstore.{name}")
+    except ImportError as exc:  # not built here: the pure path runs
+        _missing[name] = str(exc)
+        return None
+    _loaded[name] = mod
+    return mod
+
+
+def module(name: str, native: bool | None = True):
+    """The compiled module ``name`` (one of :data:`MODULES`), or None when the pure path must run.
+
+    ``native`` is the caller's own switch (a store's ``StoreConfig.native``); False, or
+    ``RMQSTORE_PURE`` set, gives None without importing anything.
+    """
+    if name not in MODULES:
+        raise KeyError(f"no compiled module {name!r}; known: {', '.join(MODULES)}")
+    if _FORCED or native is False:
+        return None
+    return _import(name)
+
+
+def status() -> dict[str, str]:
+    """Each compiled module's state: ``"compiled"``, ``"not built: <why>"`` or ``"off (RMQSTORE_PURE)"``."""
+    out = {}
+    for name in MODULES:
+        if _FORCED:
+            out[name] = f"off ({PURE_ENV})"
+        elif _import(name) is not None:
+            out[name] = "compiled"
+        else:
+            out[name] = f"not built: {_missing.get(name, '?')}"
+    return out
+
+
+def active() -> bool:
+    """True when every compiled module is in use (the fast path is whole)."""
+    return all(state == "compiled" for state in status().values())
+
+
+def describe() -> str:
+    """One line per path state, for ``rmqstore --version`` and the notebooks."""
+    states = status()
+    if _FORCED:
+        head = f"pure Python ({PURE_ENV} is set)"
+    elif all(s == "compiled" for s in states.values()):
+        head = "compiled fast path"
+    elif any(s == "compiled" for s in states.values()):
+        head = "compiled fast path, in part"
+    else:
+        head = "pure Python (the compiled speedups are not built)"
+    lines = [head]
+    for name, what in MODULES.items():
+        lines.append(f"  rmqstore.{name:<11} {what:<38} {states[name]}")
+    return "\n".join(lines)
