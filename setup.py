@@ -44,6 +44,9 @@ class OptionalBuildExt(build_ext):
 setup(
     ext_modules=[
         extension("_cwalk", "cwalk.c"),
+        extension("_cput", "cput.c"),
+        extension("_cdispatch", "cdispatch.c"),
+        extension("_cdecode", "cdecode.c"),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -15,7 +15,9 @@ object, without the GIL:
     a record's encoding and its append under the put lock (:mod:`rmqstore.commit_log`);
 ``rmqstore._cdispatch``
     the dispatch of a run of records into consume-queue units and index entries
-    (:mod:`rmqstore.dispatch`).
+    (:mod:`rmqstore.dispatch`);
+``rmqstore._cdecode``
+    the full decode of a segment's records into columns (the dump scan, the Spark sources).
 
 Like markupsafe's or PyYAML's speedups, each is optional: where it did not build (no
 compiler, another platform) the pure path runs and nothing else changes.  Equality is
@@ -46,6 +48,7 @@ MODULES = {
     "_cwalk": "segment walk + CRC",
     "_cput": "record encode + append",
     "_cdispatch": "dispatch to consume queues + index",
+    "_cdecode": "full record decode to columns",
 }
 
 _FORCED = os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")
