@@ -38,7 +38,7 @@ from __future__ import annotations
 import importlib
 import os
 
-__all__ = ["PURE_ENV", "MODULES", "forced_pure", "module", "status", "describe", "active"]
+__all__ = ["PURE_ENV", "MODULES", "forced_pure", "module", "compiled", "status", "describe", "active"]
 
 #: the environment variable that forces the pure-Python path for the whole process
 PURE_ENV = "RMQSTORE_PURE"
@@ -85,6 +85,17 @@ def module(name: str, native: bool | None = True):
         raise KeyError(f"no compiled module {name!r}; known: {', '.join(MODULES)}")
     if _FORCED or native is False:
         return None
+    return _import(name)
+
+
+def compiled(name: str):
+    """The compiled module ``name`` whatever the switches say, or None where it is not built.
+
+    For what must see both paths at once: the equality tests, and the notebook that runs
+    the two side by side.  Everything else asks :func:`module`.
+    """
+    if name not in MODULES:
+        raise KeyError(f"no compiled module {name!r}; known: {', '.join(MODULES)}")
     return _import(name)
 
 

@@ -48,6 +48,23 @@ PUT_FIXTURES = tuple(n for n in ALL_FIXTURES if n != "crash")
 
 
 
+def compiled_module(name: str):
+    """The compiled fast-path module ``name`` (``rmqstore.native.compiled``) for a test comparing
+    the two paths.  Where it is not built the test is skipped -- except in CI, where the
+    build is part of the install and a missing module is a failure."""
+    import pytest
+
+    from rmqstore import native
+
+    mod = native.compiled(name)
+    if mod is None:
+        why = native.status()[name]
+        if os.environ.get("CI"):
+            pytest.fail(f"rmqstore.{name} is not built in CI: {why}")
+        pytest.skip(f"rmqstore.{name} is not built: {why}")
+    return mod
+
+
 @lru_cache(maxsize=None)
 def manifest(name: str) -> dict:
     """The parsed ``tests/fixtures/<name>/manifest.json``."""
