@@ -12,7 +12,7 @@
 #include <string.h>
 
 #define RMQ_MESSAGE_MAGIC_CODE ((int32_t)0xDAA320A7)
-#define RMQ_MESSAGE_MAGIC_CODE_V2 ((int32_t)0xDAA320A8)
+#define RMQ_MESSAGE_MAGIC_CODE_V2 ((int32_t)0xDAA320AB)
 #define RMQ_BLANK_MAGIC_CODE ((int32_t)0xCBD43194)
 #define RMQ_BORNHOST_V6_FLAG (1 << 4)
 #define RMQ_STOREHOST_V6_FLAG (1 << 5)
