@@ -110,8 +110,8 @@ def decode_columns(buf, pos: int = 0, base: int = 0, *, limit: int | None = None
 
 def _decode_columns_pure(buf, pos, base, limit, stop_at, crc, strict, max_records, max_bytes, host) -> RecordColumns:
     lim = len(buf) if limit is None else min(limit, len(buf))
-    cols: dict[str, list] = {name: [] for name in RECORD_COLUMNS + ("position", "crc_ok")}
-    n = done = blank_size = 0
+    rows, positions, crc_ok = [], [], []
+    done = blank_size = 0
     kind = None
     while True:
         if stop_at is not None and stop_at <= pos < lim:
@@ -121,21 +121,21 @@ def _decode_columns_pure(buf, pos, base, limit, stop_at, crc, strict, max_record
             kind = s.end
             blank_size = s.size if s.end is End.BLANK else 0
             break
-        rec = decode_record(buf, pos)  # step vouched for it: a whole record
-        for name, value in zip(RECORD_COLUMNS, rec):
-            cols[name].append(value)
-        cols["born_host"][-1] = host(rec.born_host.ip, rec.born_host.port)
-        cols["store_host"][-1] = host(rec.store_host.ip, rec.store_host.port)
-        cols["position"].append(pos)
-        cols["crc_ok"].append(1 if s.crc_ok else 0)
-        n += 1
+        rows.append(decode_record(buf, pos))  # step vouched for it: a whole record
+        positions.append(pos)
+        crc_ok.append(1 if s.crc_ok else 0)
         done += s.size
         pos += s.size
-        if (max_records is not None and n >= max_records) or (max_bytes is not None and done >= max_bytes):
+        if (max_records is not None and len(rows) >= max_records) or (max_bytes is not None and done >= max_bytes):
             break
-    columns: dict[str, Any] = dict(cols)
-    columns["crc_ok"] = bytes(cols["crc_ok"]) if crc else None
-    return RecordColumns(n, pos, kind, blank_size, columns)
+    columns: dict[str, Any] = {name: list(values) for name, values in
+                               zip(RECORD_COLUMNS, zip(*rows))} if rows else {name: [] for name in RECORD_COLUMNS}
+    if host is not Address:
+        for name in ("born_host", "store_host"):
+            columns[name] = [host(a.ip, a.port) for a in columns[name]]
+    columns["position"] = positions
+    columns["crc_ok"] = bytes(crc_ok) if crc else None
+    return RecordColumns(len(rows), pos, kind, blank_size, columns)
 
 
 @dataclass(frozen=True)
