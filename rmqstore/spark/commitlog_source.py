@@ -118,7 +118,7 @@ class CommitLogReader(DataSourceReader):
                     yield from native_batches(mod, buf, partition.base, partition.start, partition.end,
                                               store=partition.store, segment=os.path.basename(partition.path),
                                               with_body=self.with_body, schema_ddl=COMMITLOG_SCHEMA,
-                                              max_rows=BATCH_ROWS, max_bytes=BATCH_BYTES,
+                                              max_rows=BATCH_ROWS, max_bytes=NATIVE_BATCH_BYTES,
                                               properties_map=_properties_map)
                     return
                 spans = read_range(buf, partition.base, partition.start, partition.end).records
@@ -136,6 +136,9 @@ class CommitLogReader(DataSourceReader):
 
 BATCH_ROWS = 65536
 BATCH_BYTES = 64 * 1024 * 1024
+#: the compiled path's batches are smaller: each is a fresh buffer per column, and buffers of a few MiB
+#: are reused by the allocator where 64 MiB ones are mapped and unmapped (page faults) every time
+NATIVE_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _chunks(sizes):
