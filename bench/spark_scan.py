@@ -15,12 +15,19 @@ for every record, and a checkpoint, so ``rmqstore verify`` checks the store end 
 (``tests/unit/test_bench_generator.py`` does that on a small one).  Several topics and queues,
 bodies of mixed sizes (16 B .. 16 KiB), TAGS/KEYS properties.
 
-Cases (each the median of --repeat runs over the same store, files in the page cache):
-* decoder: ``CommitLogScan`` full decode (every field, the body copied) -- the baseline
-* lean walk: ``fastscan.walk_segment`` with CRC (sizes, offsets, CRC; no fields)
-* Spark ``rmqstore.commitlog`` with ``local[1]`` and ``local[2]``: ``count()`` over all
-  fields, ``groupBy(topic, queue_id).agg(count, sum(total_size))``, and the same with
-  ``body=false``.  Each Spark case checks its answer against what the generator wrote.
+Cases (each the median of --repeat runs over the same store, files in the page cache), each
+on the pure path and on the compiled fast path (``--paths``, default both) in the same run:
+* decoder (pure): ``CommitLogScan(native=False)``, every record decoded into fields (body
+  copied), body CRC checked with ``crc32`` -- the baseline of the "vs decoder" column;
+* decoder (native): ``CommitLogScan.batches(crc=True)``, every field decoded into columns by
+  ``rmqstore._cdecode`` (bodies as ``bytes``, topics/properties as ``str``), CRC checked in C --
+  the baseline of the "vs native decoder" column; and the same decode iterated as records
+  (``CommitLogScan``, one ``MessageRecord`` each, CRC by ``crc32``);
+* lean walk: ``fastscan.walk_segment`` with CRC (sizes, offsets, CRC; no fields);
+* Spark ``rmqstore.commitlog`` with ``local[1]`` and ``local[2]``, option ``native`` true and
+  false: ``count()`` over all fields, ``groupBy(topic, queue_id).agg(count,
+  sum(total_size))``, and the same with ``body=false``.  Each Spark case checks its answer
+  against what the generator wrote.
 Prints a table and writes JSON (bench/results/spark_scan.json by default).
 """
 
@@ -206,17 +213,29 @@ def open_or_generate(root: str, size: int, segment_size: int) -> GeneratedStore:
     return gen
 
 
-def decoder_scan(gen: GeneratedStore) -> tuple[int, int]:
+def decoder_scan(gen: GeneratedStore, native: bool = False) -> tuple[int, int]:
     """CommitLogScan: every record decoded into fields (body copied), body CRC checked."""
     from rmqstore.crc import crc32
     from rmqstore.scan import CommitLogScan
 
     n = size = 0
-    for _, rec in CommitLogScan(gen.root):
+    for _, rec in CommitLogScan(gen.root, native=native):
         if hasattr(rec, "body"):
             assert crc32(rec.body) == rec.body_crc
             n += 1
             size += rec.total_size
+    return n, size
+
+
+def column_decoder_scan(gen: GeneratedStore) -> tuple[int, int]:
+    """CommitLogScan.batches: every field decoded into columns by rmqstore._cdecode, CRC checked in C."""
+    from rmqstore.scan import CommitLogScan
+
+    n = size = 0
+    for _, chunk in CommitLogScan(gen.root).batches(crc=True):
+        assert chunk.columns["crc_ok"].count(0) == 0
+        n += chunk.count
+        size += sum(chunk.columns["total_size"])
     return n, size
 
 
@@ -255,12 +274,13 @@ def spark_session(cores: int):
     return spark
 
 
-def spark_cases(spark, gen: GeneratedStore):
+def spark_cases(spark, gen: GeneratedStore, native: bool = True):
     """(name, function) of the Spark queries; each checks its answer against what was generated."""
     from pyspark.sql import functions as F
 
     def frame(body: str):
-        return spark.read.format("rmqstore.commitlog").option("body", body).load(gen.root)
+        return (spark.read.format("rmqstore.commitlog").option("body", body)
+                .option("native", "true" if native else "false").load(gen.root))
 
     def count():
         n = frame("true").count()
@@ -296,6 +316,7 @@ def main(argv=None) -> int:
     ap.add_argument("--segment-mib", type=int, default=1024, help="segment size (default 1024, RocketMQ's)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cores", default="1,2", help="Spark local[N] masters to measure (default 1,2)")
+    ap.add_argument("--paths", default="native,pure", help="which decode paths to measure (default native,pure)")
     ap.add_argument("--quick", action="store_true", help="256 MiB in 64 MiB segments, 1 repeat")
     ap.add_argument("--delete-store", action="store_true", help="delete the generated store afterwards")
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "spark_scan.json"))
@@ -308,37 +329,56 @@ def main(argv=None) -> int:
     print(f"store: {gen.root}: {gen.segments} segments x {gen.segment_size >> 20} MiB, {gen.records:,} records, "
           f"{gen.record_bytes / 2**30:.2f} GiB of records, {len(gen.per_queue)} queues; median of {args.repeat}",
           flush=True)
-    rows = []
-    print(f"{'case':62s} {'cores':>5s} {'records/s':>11s} {'MB/s':>7s} {'vs decoder':>10s}", flush=True)
+    from rmqstore import native as native_switch
 
-    def record(name, cores, times, n, size):
+    paths = [p for p in args.paths.split(",") if p]
+    if "native" in paths and native_switch.module("_cdecode") is None:
+        raise SystemExit("rmqstore._cdecode is not in use (not built, or RMQSTORE_PURE is set): "
+                         "build it (python3 setup.py build_ext --inplace) or pass --paths pure")
+    rows = []
+    print(f"{'case':70s} {'cores':>5s} {'records/s':>11s} {'MB/s':>7s} {'vs decoder':>10s} {'vs native':>9s}",
+          flush=True)
+    bases: dict[str, float] = {}
+
+    def record(name, cores, times, n, size, baseline=None):
         med = statistics.median(times)
-        base = rows[0]["median_s"] if rows else med
+        if baseline:
+            bases[baseline] = med
         row = {"case": name, "cores": cores, "median_s": med, "runs_s": times, "records": n,
-               "records_per_s": n / med, "mb_per_s": size / med / 1e6, "speed_vs_decoder": base / med}
+               "records_per_s": n / med, "mb_per_s": size / med / 1e6,
+               "speed_vs_decoder": bases["pure"] / med if "pure" in bases else None,
+               "speed_vs_native_decoder": bases["native"] / med if "native" in bases else None}
         rows.append(row)
-        print(f"{name:62s} {cores:>5d} {row['records_per_s']:11,.0f} {row['mb_per_s']:7,.0f} "
-              f"{row['speed_vs_decoder']:10.2f}", flush=True)
+        ratios = " ".join(f"{r:>{w}.2f}" if r is not None else " " * w for r, w in
+                          ((row["speed_vs_decoder"], 10), (row["speed_vs_native_decoder"], 9)))
+        print(f"{name:70s} {cores:>5d} {row['records_per_s']:11,.0f} {row['mb_per_s']:7,.0f} {ratios}", flush=True)
 
     lean_walk(gen)  # warm the page cache
-    record("single-process decoder: CommitLogScan full decode + CRC", 1, *measure(lambda: decoder_scan(gen),
-                                                                                   args.repeat))
+    if "pure" in paths:
+        record("single-process decoder (pure): CommitLogScan full decode + CRC", 1,
+               *measure(lambda: decoder_scan(gen, native=False), args.repeat), baseline="pure")
+    if "native" in paths:
+        record("single-process decoder (native): CommitLogScan.batches, columns + CRC", 1,
+               *measure(lambda: column_decoder_scan(gen), args.repeat), baseline="native")
+        record("single-process decoder (native), as records: CommitLogScan + crc32", 1,
+               *measure(lambda: decoder_scan(gen, native=True), args.repeat))
     record("single-process lean walk + CRC (fastscan.walk_segment)", 1, *measure(lambda: lean_walk(gen),
                                                                                   args.repeat))
     for cores in [int(c) for c in args.cores.split(",")]:
         spark = spark_session(cores)
         try:
-            cases = spark_cases(spark, gen)
-            cases[0][1]()  # warm-up: start the Python workers, import numpy/pyarrow there
-            for name, fn in cases:
-                record(f"Spark {name}", cores, *measure(fn, args.repeat))
+            for path in paths:
+                cases = spark_cases(spark, gen, native=path == "native")
+                cases[0][1]()  # warm-up: start the Python workers, import numpy/pyarrow there
+                for name, fn in cases:
+                    record(f"Spark ({path}) {name}", cores, *measure(fn, args.repeat))
         finally:
             spark.stop()
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"store": {k: v for k, v in gen.__dict__.items() if k != "per_queue"},
                    "queues": len(gen.per_queue), "repeat": args.repeat, "cpu_count": os.cpu_count(),
-                   "load_average": os.getloadavg(), "rows": rows}, f, indent=1)
+                   "load_average": os.getloadavg(), "paths": paths, "rows": rows}, f, indent=1)
     print(f"wrote {args.json}")
     if args.delete_store:
         import shutil

@@ -22,6 +22,17 @@ Body CRCs are *not* checked here (a bad CRC does not end the walk); callers comp
 ``crc32(body)`` with ``body_crc`` themselves -- :mod:`rmqstore.dumpfmt` reports it.
 
 After the iteration :attr:`CommitLogScan.stop` says where and why the walk ended.
+
+Two paths, one walk
+-------------------
+A segment is decoded in chunks of columns (:func:`decode_columns`: one list or array per
+field, as :class:`RecordColumns`), and :meth:`CommitLogScan.__iter__` makes its records from
+them; :meth:`CommitLogScan.batches` hands the columns themselves (with each body's CRC
+verdict) to a caller that wants no object per record.  The columns come from the compiled
+``rmqstore._cdecode`` (the walk and the decode in C, without the GIL) or, when
+:func:`rmqstore.native.module` says the pure path runs, from :func:`rmqstore.walk.step` and
+:func:`rmqstore.record.decode_record` record by record -- the reference, which
+``tests/unit/test_native_decode.py`` proves the compiled one equal to.
 """
 
 from __future__ import annotations
@@ -29,18 +40,102 @@ from __future__ import annotations
 import mmap
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
+from . import native as _native_switch
 from .errors import StoreError
-from .layout import BLANK_MAGIC_CODE
-from .record import BlankRecord, decode_record
+from .layout import BLANK_MAGIC_CODE, MESSAGE_FIELDS
+from .record import Address, BlankRecord, MessageRecord, decode_record
 from .store_dir import list_store_files
 from .store_paths import commitlog_dir
 from .walk import End, LogEnd, step
 
-__all__ = ["Segment", "ScanStop", "CommitLogScan", "find_commitlog_dir", "list_segments", "scan_commitlog"]
+__all__ = ["Segment", "ScanStop", "CommitLogScan", "find_commitlog_dir", "list_segments", "scan_commitlog",
+           "RecordColumns", "decode_columns", "RECORD_COLUMNS", "INT_COLUMNS"]
 
 _PROGRESS_STEP = 1 << 20  # report progress at most once per MiB (and at every segment end)
+_CHUNK_RECORDS = 4096  # records decoded per chunk of columns while iterating
+_CHUNK_BYTES = 8 << 20
+
+#: the columns of a :class:`RecordColumns`: every field of a record, in the layout table's order
+RECORD_COLUMNS = tuple(f.name for f in MESSAGE_FIELDS)
+#: the integer columns (array('i') / array('q') from the compiled path, lists from the pure one),
+#: plus ``position``: each record's position in the buffer
+INT_COLUMNS = tuple(f.name for f in MESSAGE_FIELDS if f.kind in ("i32", "i64")) + ("position",)
+
+
+@dataclass
+class RecordColumns:
+    """The message records of one stretch of a buffer, a column per field, and why the walk stopped.
+
+    ``columns`` maps each name of :data:`RECORD_COLUMNS` (hosts as ``host(ip, port)`` made them,
+    :class:`~rmqstore.record.Address` by default), ``position`` (each record's position in the
+    buffer) and ``crc_ok`` (bytes of 0/1, one per record, or None when no CRC was computed).
+    ``end`` is the buffer position where the walk stopped; ``kind`` the
+    :class:`~rmqstore.walk.End` found there, or None when it stopped at ``stop_at`` or a maximum;
+    ``blank_size`` is a blank record's declared size.
+    """
+
+    count: int
+    end: int
+    kind: End | None
+    blank_size: int
+    columns: dict
+
+    def rows(self) -> Iterator[Any]:
+        """The records as :class:`~rmqstore.record.MessageRecord` tuples, in order."""
+        return map(MessageRecord._make, zip(*[self.columns[name] for name in RECORD_COLUMNS]))
+
+
+def decode_columns(buf, pos: int = 0, base: int = 0, *, limit: int | None = None, stop_at: int | None = None,
+                   crc: bool = False, strict: bool = False, max_records: int | None = None,
+                   max_bytes: int | None = None, host: Callable[[bytes, int], Any] = Address,
+                   native: bool | None = True) -> RecordColumns:
+    """Decode the records of ``buf`` from the record boundary ``pos`` into columns.
+
+    The walk is :func:`rmqstore.walk.walk_segment`'s (``limit``, ``stop_at``, ``crc``,
+    ``strict`` as there); it also stops, with ``kind`` None, after ``max_records`` records
+    or once ``max_bytes`` record bytes are decoded.  ``native`` False (or ``RMQSTORE_PURE``)
+    runs the pure reference.
+    """
+    mod = _native_switch.module("_cdecode", native)
+    if mod is not None:
+        d = mod.decode(buf, pos, base, -1 if limit is None else limit, -1 if stop_at is None else stop_at,
+                       crc=crc, strict=strict, max_records=-1 if max_records is None else max_records,
+                       max_bytes=-1 if max_bytes is None else max_bytes, host=host)
+        kind = None if d["kind"] is None else End(d["kind"])
+        return RecordColumns(d["count"], d["end"], kind, d["blank_size"], d)
+    return _decode_columns_pure(buf, pos, base, limit, stop_at, crc, strict, max_records, max_bytes, host)
+
+
+def _decode_columns_pure(buf, pos, base, limit, stop_at, crc, strict, max_records, max_bytes, host) -> RecordColumns:
+    lim = len(buf) if limit is None else min(limit, len(buf))
+    rows, positions, crc_ok = [], [], []
+    done = blank_size = 0
+    kind = None
+    while True:
+        if stop_at is not None and stop_at <= pos < lim:
+            break
+        s = step(buf, pos, base, lim, crc=crc, strict=strict)
+        if s.end is not None:
+            kind = s.end
+            blank_size = s.size if s.end is End.BLANK else 0
+            break
+        rows.append(decode_record(buf, pos))  # step vouched for it: a whole record
+        positions.append(pos)
+        crc_ok.append(1 if s.crc_ok else 0)
+        done += s.size
+        pos += s.size
+        if (max_records is not None and len(rows) >= max_records) or (max_bytes is not None and done >= max_bytes):
+            break
+    columns: dict[str, Any] = {name: list(values) for name, values in
+                               zip(RECORD_COLUMNS, zip(*rows))} if rows else {name: [] for name in RECORD_COLUMNS}
+    if host is not Address:
+        for name in ("born_host", "store_host"):
+            columns[name] = [host(a.ip, a.port) for a in columns[name]]
+    columns["position"] = positions
+    columns["crc_ok"] = bytes(crc_ok) if crc else None
+    return RecordColumns(len(rows), pos, kind, blank_size, columns)
 
 
 @dataclass(frozen=True)
@@ -119,7 +214,9 @@ class CommitLogScan:
     and :attr:`records`/:attr:`messages`/:attr:`blanks` count what was yielded.
     """
 
-    def __init__(self, store_path, progress: Callable[[int, int], None] | None = None):
+    def __init__(self, store_path, progress: Callable[[int, int], None] | None = None, *, native: bool = True):
+        #: False runs the pure-Python decode (the reference); RMQSTORE_PURE=1 does too
+        self.native = native
         self.commitlog_dir = find_commitlog_dir(store_path)
         listing = list_store_files(self.commitlog_dir).check()
         self.segments = _segments_of(listing)
@@ -131,6 +228,23 @@ class CommitLogScan:
         self.records = self.messages = self.blanks = 0
 
     def __iter__(self) -> Iterator[tuple[int, object]]:
+        for seg_offset, chunk in self._chunks(crc=False):
+            if isinstance(chunk, RecordColumns):
+                yield from zip([seg_offset + p for p in chunk.columns["position"]], chunk.rows())
+            else:  # the blank that ended a segment
+                yield seg_offset, chunk
+
+    def batches(self, *, crc: bool = True) -> Iterator[tuple[int, RecordColumns]]:
+        """``(segment offset, columns)`` of the message records, chunk by chunk (see :class:`RecordColumns`).
+
+        ``crc`` computes each body's CRC verdict (``columns["crc_ok"]``).  Counters and
+        :attr:`stop` as for the iteration."""
+        for seg_offset, chunk in self._chunks(crc=crc):
+            if isinstance(chunk, RecordColumns):
+                yield seg_offset, chunk
+
+    def _chunks(self, crc: bool):
+        """``(segment offset, RecordColumns)`` per chunk; ``(offset of a blank, BlankRecord)`` for a blank."""
         segments = self.segments
         if not segments:
             self.stop = ScanStop(LogEnd.NO_FILES, 0, "the commitlog has no segment files")
@@ -143,7 +257,7 @@ class CommitLogScan:
                 self.stop = ScanStop(LogEnd.GAP, expected, f"segment {seg.name} does not start where the previous "
                                      f"one ended ({expected})", later + 1)
                 return
-            end = yield from self._walk_segment(seg, done, later)
+            end = yield from self._walk_segment(seg, done, later, crc)
             if end is not None:  # the log ended inside this segment
                 self.stop = end
                 self._report(done + seg.size)
@@ -157,7 +271,7 @@ class CommitLogScan:
         if self.progress is not None:
             self.progress(done, self.total_bytes)
 
-    def _walk_segment(self, seg: Segment, done: int, later: int):
+    def _walk_segment(self, seg: Segment, done: int, later: int, crc: bool):
         """Yield the records of one segment; return a ScanStop if the log ends in it."""
         if seg.size == 0:
             return ScanStop(LogEnd.UNREADABLE, seg.offset, f"segment {seg.name} is empty (0 bytes)", later)
@@ -171,33 +285,37 @@ class CommitLogScan:
             except (OSError, ValueError) as exc:
                 return ScanStop(LogEnd.UNREADABLE, seg.offset, f"cannot map segment {seg.name}: {exc}", later)
             try:
-                size = seg.size
-                pos = 0
-                last_report = 0
-                while True:
-                    s = step(buf, pos, seg.offset)
-                    if s.end is None:
-                        rec = decode_record(buf, pos)  # step vouched for it: a whole record
-                    elif s.end is End.BLANK:
-                        rec = BlankRecord(s.size, BLANK_MAGIC_CODE)
-                    elif s.end is End.OUT_OF_BYTES and pos == size:
-                        return None  # filled to its last byte: the log goes on in the next segment
-                    else:
-                        return ScanStop(s.end, seg.offset + pos, _stop_reason(seg, pos, s), later)
-                    self.records += 1
-                    yield seg.offset + pos, rec
-                    if s.end is End.BLANK:
-                        self.blanks += 1
-                        return None
-                    self.messages += 1
-                    pos += s.size
-                    if self.progress is not None and pos - last_report >= _PROGRESS_STEP:
-                        last_report = pos
-                        self._report(done + pos)
+                return (yield from self._segment_chunks(buf, seg, done, later, crc))
             finally:
                 buf.close()
         finally:
             os.close(fd)
+
+    def _segment_chunks(self, buf, seg: Segment, done: int, later: int, crc: bool):
+        """Chunks of one mapped segment, as :func:`rmqstore.walk.step` ends it; a ScanStop if the log ends in it."""
+        size = seg.size
+        pos = last_report = 0
+        while True:
+            chunk = decode_columns(buf, pos, seg.offset, crc=crc, max_records=_CHUNK_RECORDS, max_bytes=_CHUNK_BYTES,
+                                   native=self.native)
+            if chunk.count:
+                self.records += chunk.count
+                self.messages += chunk.count
+                yield seg.offset, chunk
+            pos = chunk.end
+            if chunk.kind is End.BLANK:
+                self.records += 1
+                self.blanks += 1
+                yield seg.offset + pos, BlankRecord(chunk.blank_size, BLANK_MAGIC_CODE)
+                return None
+            if chunk.kind is End.OUT_OF_BYTES and pos == size:
+                return None  # filled to its last byte: the log goes on in the next segment
+            if chunk.kind is not None:
+                return ScanStop(chunk.kind, seg.offset + pos, _stop_reason(seg, pos, step(buf, pos, seg.offset)),
+                                later)
+            if self.progress is not None and pos - last_report >= _PROGRESS_STEP:
+                last_report = pos
+                self._report(done + pos)
 
 
 def _stop_reason(seg: Segment, pos: int, s) -> str:

@@ -27,6 +27,10 @@ costs ~60 us a record; Spark then converts those objects back into Arrow.  Inste
 
 Every value equals ``rmqstore dump``'s (``tests/spark/test_spark.py`` checks each field on
 every fixture).  Batches hold at most ``BATCH_ROWS`` rows / ``BATCH_BYTES`` record bytes.
+
+That is the pure path.  Where the compiled ``rmqstore._cdecode`` is built (and neither
+``RMQSTORE_PURE`` nor the option ``native=false`` asks for the pure path), a task decodes its
+range in C straight into the batches' buffers instead (:mod:`rmqstore.spark.commitlog_native`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from .. import native as _native_switch
 from ..errors import CorruptRecordError, StoreError
 from ..layout import (MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION, SYSFLAG_POSITION,
                       message_field_position)
@@ -47,6 +52,7 @@ from ..record import Address
 from ..scan import find_commitlog_dir, list_segments
 from ..sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from ._columns import arrow_schema, layout_columns
+from .commitlog_native import native_batches
 from ._options import source_paths
 
 __all__ = ["CommitLogDataSource", "COMMITLOG_SCHEMA", "register", "CommitLogPartition", "records_to_batch"]
@@ -94,6 +100,8 @@ class CommitLogReader(DataSourceReader):
         if self.split <= 0:
             raise StoreError(f"rmqstore.commitlog: splitSize must be a positive number of bytes, got {raw_split!r}")
         self.with_body = options.get("body", "true").lower() != "false"
+        #: option native=false: the pure path (RMQSTORE_PURE=1 in the workers' environment does the same)
+        self.native = options.get("native", "true").lower() != "false"
 
     def partitions(self):
         return _partitions(self.paths, self.split)
@@ -105,6 +113,14 @@ class CommitLogReader(DataSourceReader):
                 return
             buf = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
             try:
+                mod = _native_switch.module("_cdecode", self.native)
+                if mod is not None:
+                    yield from native_batches(mod, buf, partition.base, partition.start, partition.end,
+                                              store=partition.store, segment=os.path.basename(partition.path),
+                                              with_body=self.with_body, schema_ddl=COMMITLOG_SCHEMA,
+                                              max_rows=BATCH_ROWS, max_bytes=NATIVE_BATCH_BYTES,
+                                              properties_map=_properties_map)
+                    return
                 spans = read_range(buf, partition.base, partition.start, partition.end).records
                 n = len(spans)
                 offsets = np.fromiter((s.offset for s in spans), dtype=np.int64, count=n)
@@ -120,6 +136,9 @@ class CommitLogReader(DataSourceReader):
 
 BATCH_ROWS = 65536
 BATCH_BYTES = 64 * 1024 * 1024
+#: the compiled path's batches are smaller: each is a fresh buffer per column, and buffers of a few MiB
+#: are reused by the allocator where 64 MiB ones are mapped and unmapped (page faults) every time
+NATIVE_BATCH_BYTES = 8 * 1024 * 1024
 
 
 def _chunks(sizes):
