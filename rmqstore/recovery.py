@@ -206,6 +206,7 @@ def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
     files = store.commit_log.mapped_file_queue.mapped_files
     check_crc = store.config.check_crc_on_recover
     delay_levels = store.commit_log._delay_levels
+    native = store.config.native and store.commit_log.tracer is None  # a traced store shows the Python path
     while True:
         mf = files[index]
         on_record = None
@@ -213,7 +214,8 @@ def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
             def on_record(pos, _s, buf=mf.mapped):
                 dispatch(dispatch_request(decode_record(buf, pos), delay_levels))
         end = walk_segment(mf.mapped, mf.file_from_offset, limit=mf.file_size, crc=check_crc, strict=True,
-                           stop_at=None if until is None else until - mf.file_from_offset, on_record=on_record)
+                           stop_at=None if until is None else until - mf.file_from_offset, on_record=on_record,
+                           native=native)
         if end.kind is not End.BLANK:
             if end.kind is not None:
                 log.info("recover physics file end, %s pos=%d (%s)", mf.file_name, end.pos, end.reason)
