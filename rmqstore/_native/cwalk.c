@@ -164,6 +164,12 @@ static void rmq_step(const unsigned char *p, int64_t size, int64_t lim, int64_t 
         return;
     }
     int64_t rec_end = pos + (int64_t)total;
+#if defined(__GNUC__)
+    if (total >= RMQ_MIN_RECORD_SIZE && rec_end + 64 <= lim) {
+        __builtin_prefetch(p + rec_end);       /* the next record's head */
+        __builtin_prefetch(p + rec_end - 64);  /* this record's topic and properties */
+    }
+#endif
     if (total < RMQ_MIN_RECORD_SIZE) {
         out->kind = RMQ_CORRUPT;
         return;
