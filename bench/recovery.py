@@ -9,7 +9,9 @@ crashed (an ``abort`` file is put back), so ``load()`` runs RocketMQ's abnormal 
 it starts at the newest segment whose first message is older than the checkpoint and
 re-validates (and re-dispatches) only from there.  The time must stay flat as the number
 of segments already flushed grows.  Normal recovery (no abort: the last three files) is
-timed too, and a full verify scan of the same store for scale.
+timed too, and a full lean scan of the same store for scale.  Each is timed on the
+compiled fast path and on the pure one (``StoreConfig(native=False)``, the scan's
+``native=False``) in the same run.
 """
 
 from __future__ import annotations
@@ -41,9 +43,9 @@ class StepClock:
         return self.now
 
 
-def config() -> StoreConfig:
+def config(native: bool = True) -> StoreConfig:
     return StoreConfig(mapped_file_size_commit_log=SEGMENT, mapped_file_size_consume_queue=60_000,
-                       max_hash_slot_num=5000, max_index_num=20_000)
+                       max_hash_slot_num=5000, max_index_num=20_000, native=native)
 
 
 def build(root: str, segments: int) -> None:
@@ -56,11 +58,11 @@ def build(root: str, segments: int) -> None:
             i += 1
 
 
-def time_load(root: str, crashed: bool) -> float:
+def time_load(root: str, crashed: bool, native: bool = True) -> float:
     if crashed:
         open(os.path.join(root, "abort"), "wb").close()
     t0 = time.perf_counter()
-    store = MessageStore(root, config())
+    store = MessageStore(root, config(native))
     store.load()
     dt = time.perf_counter() - t0
     store.close()
@@ -69,11 +71,11 @@ def time_load(root: str, crashed: bool) -> float:
     return dt
 
 
-def time_verify_scan(root: str) -> float:
+def time_verify_scan(root: str, native: bool = True) -> float:
     t0 = time.perf_counter()
     for seg in list_segments(os.path.join(root, "commitlog")):
         with open(seg.path, "rb") as f:
-            walk_segment(f.read(), seg.offset)
+            walk_segment(f.read(), seg.offset, native=native)
     return time.perf_counter() - t0
 
 
@@ -86,18 +88,24 @@ def main(argv=None) -> int:
     sizes = [8, 16] if args.quick else [16, 32, 64]
     repeat = args.repeat or (1 if args.quick else 5)
     rows = []
-    print(f"{'segments':>8s} {'abnormal (s)':>13s} {'normal (s)':>11s} {'full scan (s)':>14s}")
+    print(f"{'segments':>8s} {'abnormal (s)':>13s} {'pure':>7s} {'normal (s)':>11s} {'pure':>7s} "
+          f"{'full scan (s)':>14s} {'pure':>7s}")
     for n in sizes:
         root = tempfile.mkdtemp(prefix="rmqbench-rec-")
         try:
             build(root, n)
-            ab = statistics.median(time_load(root, True) for _ in range(repeat))
-            no = statistics.median(time_load(root, False) for _ in range(repeat))
-            sc = statistics.median(time_verify_scan(root) for _ in range(repeat))
+            t = {}
+            for native in (True, False):
+                t["ab", native] = statistics.median(time_load(root, True, native) for _ in range(repeat))
+                t["no", native] = statistics.median(time_load(root, False, native) for _ in range(repeat))
+                t["sc", native] = statistics.median(time_verify_scan(root, native) for _ in range(repeat))
         finally:
             shutil.rmtree(root, ignore_errors=True)
-        print(f"{n:8d} {ab:13.3f} {no:11.3f} {sc:14.3f}", flush=True)
-        rows.append({"segments": n, "abnormal_recovery_s": ab, "normal_recovery_s": no, "full_scan_s": sc})
+        print(f"{n:8d} {t['ab', True]:13.3f} {t['ab', False]:7.3f} {t['no', True]:11.3f} {t['no', False]:7.3f} "
+              f"{t['sc', True]:14.3f} {t['sc', False]:7.3f}", flush=True)
+        rows.append({"segments": n, "abnormal_recovery_s": t["ab", True], "normal_recovery_s": t["no", True],
+                     "full_scan_s": t["sc", True], "abnormal_recovery_pure_s": t["ab", False],
+                     "normal_recovery_pure_s": t["no", False], "full_scan_pure_s": t["sc", False]})
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"segment_size": SEGMENT, "repeat": repeat, "rows": rows}, f, indent=1)

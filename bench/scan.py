@@ -3,11 +3,17 @@
     python bench/scan.py                 # 64 segments of 4 MiB, ~250k records of 1 KiB
     python bench/scan.py --quick
 
-Cases (each the median of --repeat runs over the same store, files in the page cache):
-* raw read        -- read every segment file into memory, nothing else (the floor)
-* lean walk + CRC -- rmqstore.fastscan.walk_segment: sizes, magic, offsets, body CRC
-* lean walk       -- the same without CRC
-* full decode+CRC -- rmqstore.scan.CommitLogScan + CRC: every record decoded into fields
+Cases (each the median of --repeat runs over the same store, files in the page cache), the
+compiled walk (rmqstore._cwalk) and the pure one (native=False) in the same run:
+* raw read              -- read every segment file into memory, nothing else (the floor)
+* lean walk + CRC       -- rmqstore.fastscan.walk_segment over each segment mapped read-only
+                           (mmap, MAP_POPULATE): sizes, magic, offsets, body CRC
+                           (native; native on two threads, a segment each, GIL released; pure)
+* lean walk, no CRC     -- the same without CRC (native, pure)
+* full decode + CRC     -- rmqstore.scan.CommitLogScan + CRC: every record decoded into fields
+* verify                -- `rmqstore verify` of the store in a fresh process: time and peak RSS
+                           (native, and RMQSTORE_PURE=1); --verify-store PATH verifies another
+                           store instead (e.g. bench/data/spark_scan_store, 2.25 GiB)
 Prints a table and writes JSON (bench/results/scan.json by default).
 """
 
@@ -15,16 +21,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import BatchItem, MessageBatch, MessageStore, StoreConfig  # noqa: E402
+from rmqstore import native  # noqa: E402
 from rmqstore.crc import CRC_BACKEND, crc32  # noqa: E402
 from rmqstore.fastscan import walk_segment  # noqa: E402
 from rmqstore.scan import CommitLogScan, list_segments  # noqa: E402
@@ -50,16 +60,46 @@ def raw_read(root: str) -> tuple[int, int]:
     return 0, total
 
 
-def lean(root: str, check_crc: bool) -> tuple[int, int]:
-    n = total = 0
-    for seg in list_segments(os.path.join(root, "commitlog")):
-        with open(seg.path, "rb") as f:
-            buf = f.read()
-        total += len(buf)
-        w = walk_segment(buf, seg.offset, check_crc=check_crc)
+def _lean_file(path: str, base: int, check_crc: bool, use_native: bool) -> int:
+    """Walk one segment mapped read-only, as verify and recovery map theirs (no copy)."""
+    with open(path, "rb") as f:
+        buf = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+    try:
+        w = walk_segment(buf, base, check_crc=check_crc, native=use_native)
         assert not w.crc_failures
-        n += w.records
-    return n, total
+        return w.records
+    finally:
+        buf.close()
+
+
+def lean(root: str, check_crc: bool, use_native: bool = True, threads: int = 1) -> tuple[int, int]:
+    segs = list_segments(os.path.join(root, "commitlog"))
+    if threads == 1:
+        return sum(_lean_file(s.path, s.offset, check_crc, use_native) for s in segs), 0
+    with ThreadPoolExecutor(threads) as pool:
+        return sum(pool.map(lambda s: _lean_file(s.path, s.offset, check_crc, use_native), segs)), 0
+
+
+# peak RSS from VmHWM: ru_maxrss of a child keeps its parent's size at the fork (Linux carries it over exec)
+_VERIFY = """
+import sys, time
+from rmqstore.verify import verify
+t0 = time.perf_counter()
+report = verify(sys.argv[1])
+dt = time.perf_counter() - t0
+hwm = [line.split()[1] for line in open("/proc/self/status") if line.startswith("VmHWM")][0]
+print(dt, hwm, report.records, report.ok)
+"""
+
+
+def verify_case(store: str, pure: bool) -> tuple[float, int, int]:
+    """(seconds, peak RSS in KiB, records) of verifying ``store`` in a fresh process."""
+    env = dict(os.environ, RMQSTORE_PURE="1" if pure else "0")
+    out = subprocess.run([sys.executable, "-c", _VERIFY, store], env=env, check=True, capture_output=True, text=True,
+                         cwd=os.path.join(os.path.dirname(__file__), ".."))
+    dt, rss, records, ok = out.stdout.split()
+    assert ok == "True", out.stdout
+    return float(dt), int(rss), int(records)
 
 
 def full_decode(root: str) -> tuple[int, int]:
@@ -75,6 +115,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--verify-store", default=None, help="verify this store instead of the generated one")
+    ap.add_argument("--no-pure-verify", action="store_true", help="skip the (slow) pure verify case")
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "scan.json"))
     args = ap.parse_args(argv)
     segments = 16 if args.quick else 64
@@ -85,11 +127,15 @@ def main(argv=None) -> int:
         count = build_store(root, segments, seg_size)
         cases = [("raw read", lambda: raw_read(root)),
                  ("lean walk + CRC", lambda: lean(root, True)),
+                 ("lean walk + CRC, 2 threads", lambda: lean(root, True, threads=2)),
+                 ("lean walk + CRC, pure", lambda: lean(root, True, use_native=False)),
                  ("lean walk, no CRC", lambda: lean(root, False)),
+                 ("lean walk, no CRC, pure", lambda: lean(root, False, use_native=False)),
                  ("full decode + CRC", lambda: full_decode(root))]
         raw_read(root)  # warm the page cache
         print(f"store: {segments} segments x {seg_size >> 20} MiB, {count:,} records of 1 KiB, CRC backend {CRC_BACKEND}")
-        print(f"{'case':22s} {'records/s':>12s} {'MB/s':>8s} {'vs raw':>7s}")
+        print(f"path: {native.describe().splitlines()[0]}; load average {os.getloadavg()[0]:.2f}")
+        print(f"{'case':28s} {'records/s':>12s} {'MB/s':>8s} {'vs raw':>7s}")
         rows = []
         raw_s = None
         size = segments * seg_size
@@ -97,15 +143,23 @@ def main(argv=None) -> int:
             times = []
             for _ in range(repeat):
                 t0 = time.perf_counter()
-                n, _ = fn()
+                fn()
                 times.append(time.perf_counter() - t0)
             med = statistics.median(times)
             raw_s = raw_s or med
-            rps = count / med if n else None  # the raw read decodes no records
+            rps = count / med if name != "raw read" else None  # the raw read decodes no records
             shown = f"{rps:12,.0f}" if rps else f"{'-':>12s}"
-            print(f"{name:22s} {shown} {size / med / 1e6:8,.0f} {raw_s / med:7.2f}", flush=True)
+            print(f"{name:28s} {shown} {size / med / 1e6:8,.0f} {raw_s / med:7.2f}", flush=True)
             rows.append({"case": name, "median_s": med, "runs_s": times, "records_per_s": rps,
                          "mb_per_s": size / med / 1e6, "speed_vs_raw": raw_s / med})
+        vstore = args.verify_store or root
+        for pure in (False,) if args.no_pure_verify else (False, True):
+            dt, rss, records = verify_case(vstore, pure)
+            name = "verify" + (", pure" if pure else "")
+            print(f"{name:28s} {records / dt:12,.0f} {'':8s} {'':7s} {dt:.2f} s, peak RSS {rss / 1024:,.0f} MiB "
+                  f"({records:,} records, {vstore})", flush=True)
+            rows.append({"case": name, "store": vstore, "seconds": dt, "peak_rss_kib": rss, "records": records,
+                         "records_per_s": records / dt})
         os.makedirs(os.path.dirname(args.json), exist_ok=True)
         with open(args.json, "w") as f:
             json.dump({"segments": segments, "segment_size": seg_size, "records": count,

@@ -134,6 +134,7 @@ surviving entry and the walk's start are indexed again.
 from __future__ import annotations
 
 import logging
+import mmap
 import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
@@ -144,7 +145,7 @@ from .recovery_differences import DIFFERENCES
 from .recovery_leftovers import remove_creation_leftovers, remove_interrupted_allocations
 from .store_dir import file_is_all_zero  # (re-exported)
 from .store_paths import checkpoint_path
-from .walk import End, Step, step, walk_segment
+from .walk import End, SegmentEnd, Step, step, walk_segment
 
 __all__ = ["DIFFERENCES", "CheckpointSnapshot", "check_record", "open_checkpoint",
            "recover", "recover_consume_queues", "recover_normally", "recover_abnormally",
@@ -206,14 +207,15 @@ def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
     files = store.commit_log.mapped_file_queue.mapped_files
     check_crc = store.config.check_crc_on_recover
     delay_levels = store.commit_log._delay_levels
+    native = store.config.native and store.commit_log.tracer is None  # a traced store shows the Python path
     while True:
         mf = files[index]
         on_record = None
         if dispatch is not None:
             def on_record(pos, _s, buf=mf.mapped):
                 dispatch(dispatch_request(decode_record(buf, pos), delay_levels))
-        end = walk_segment(mf.mapped, mf.file_from_offset, limit=mf.file_size, crc=check_crc, strict=True,
-                           stop_at=None if until is None else until - mf.file_from_offset, on_record=on_record)
+        end = _walk_file(mf, None if until is None else until - mf.file_from_offset, on_record, check_crc,
+                         native, release=store.read_only)
         if end.kind is not End.BLANK:
             if end.kind is not None:
                 log.info("recover physics file end, %s pos=%d (%s)", mf.file_name, end.pos, end.reason)
@@ -222,6 +224,34 @@ def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
             log.info("recover physics file over, last mapped file %s", mf.file_name)
             return mf.file_from_offset + end.pos  # the blank itself is not part of the end
         index += 1
+
+
+#: a read-only walk drops the pages it has read from memory every this many bytes (see _walk_file)
+RELEASE_EVERY = 64 << 20
+
+
+def _walk_file(mf, stop_at: int | None, on_record, check_crc: bool, native: bool, release: bool) -> SegmentEnd:
+    """The strict walk of one file; ``release`` (a read-only store: verify, inspect) walks it in
+    windows and drops each walked window's pages from the process (``MADV_DONTNEED`` on the
+    read-only shared map: the bytes stay in the page cache), so a walk of a whole log does not
+    hold the log in memory.  The windows end where ``stop_at`` would stop a walk, so the end is
+    the one walk's."""
+    buf = mf.mapped
+    if not release or not isinstance(buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return walk_segment(buf, mf.file_from_offset, limit=mf.file_size, crc=check_crc, strict=True,
+                            stop_at=stop_at, on_record=on_record, native=native)
+    pos = records = 0
+    while True:
+        window = pos + RELEASE_EVERY if stop_at is None else min(stop_at, pos + RELEASE_EVERY)
+        end = walk_segment(buf, mf.file_from_offset, start=pos, limit=mf.file_size, crc=check_crc, strict=True,
+                           stop_at=window, on_record=on_record, native=native)
+        records += end.records
+        page = pos - pos % mmap.PAGESIZE
+        if end.pos > page:
+            buf.madvise(mmap.MADV_DONTNEED, page, min(end.pos, len(buf)) - page)
+        if end.kind is not None or (stop_at is not None and stop_at <= end.pos < mf.file_size):
+            return SegmentEnd(end.pos, end.kind, end.reason, records, end.last)
+        pos = end.pos
 
 
 # -- the commitlog ---------------------------------------------------------------------

@@ -48,20 +48,33 @@ and nowhere else.
 
 :func:`walk_segment` is the loop every caller uses: from a record boundary to the first
 end (or to ``stop_at``), handing each record to ``on_record``.
+
+Two loops, one table
+--------------------
+A walk that needs no per-record callback runs compiled when it can (``rmqstore._cwalk.walk``,
+chosen by :func:`rmqstore.native.module`): the same table as :func:`step`, in C, with the
+GIL released.  The compiled walk says only *where* the walk ended and *which* kind of end
+it met; the reason's words and :attr:`SegmentEnd.last` come from running :func:`step` once
+at that position, so the vocabulary of ends stays here.  The pure loop below is the
+reference: ``tests/unit/test_native_walk.py`` proves the two end at the same place, the same
+way, over the same records.
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
 from dataclasses import dataclass
 from enum import Enum
 
+from . import native as _native
 from .crc import raw_crc32
 from .layout import (BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, message_fields_struct,
                      message_header_struct)
 from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
-__all__ = ["End", "LogEnd", "Step", "step", "SegmentEnd", "walk_segment", "MIN_RECORD_SIZE"]
+__all__ = ["End", "LogEnd", "Step", "step", "SegmentEnd", "walk_segment", "native_walk", "fits_compiled", "end_kind", "ended",
+           "MIN_RECORD_SIZE"]
 
 
 class End(str, Enum):
@@ -222,15 +235,43 @@ class SegmentEnd:
         return base + self.pos
 
 
+def end_kind(code: int) -> End | None:
+    """The :class:`End` numbered ``code`` by the compiled walk (0: stopped at ``stop_at``)."""
+    return _KIND_OF_CODE[code]
+
+
+_KIND_OF_CODE = (None, End.BLANK, End.UNWRITTEN, End.OUT_OF_BYTES, End.CORRUPT)
+_I64 = 1 << 62  # positions and bases the compiled walk takes (int64, with room to add a size)
+
+
+def native_walk(native: bool | None = True):
+    """The compiled walk (``rmqstore._cwalk``) when the fast path runs, else None (see :mod:`rmqstore.native`)."""
+    return _native.module("_cwalk", native)
+
+
+def fits_compiled(base: int, start: int, limit: int, stop_at: int | None) -> bool:
+    """Arguments the compiled walk takes as they are (odd ones -- negative, huge -- take the pure loop)."""
+    return -_I64 < base < _I64 and 0 <= start < _I64 and 0 <= limit < _I64 and (stop_at is None or 0 <= stop_at < _I64)
+
+
 def walk_segment(buf, base: int = 0, *, start: int = 0, limit: int | None = None, stop_at: int | None = None,
-                 crc: bool = False, strict: bool = False, on_record=None) -> SegmentEnd:
+                 crc: bool = False, strict: bool = False, on_record=None, native: bool | None = True) -> SegmentEnd:
     """Step from the record boundary ``start`` to the first end; ``on_record(pos, step)`` gets each record.
 
     ``stop_at`` (a position) stops *before* the first record that starts at or past it,
     short of ``limit`` -- a record starting before it is read whole (the byte-range rule).
     ``on_record`` may return ``False`` to stop right after that record (``kind`` None).
+    The compiled walk runs where it is built and ``native`` (a store's
+    ``StoreConfig.native``) allows it -- in one call without ``on_record``, else a chunk of
+    records at a time, each handed over as the :class:`Step` the pure loop would have made.
     """
     lim = len(buf) if limit is None else min(limit, len(buf))
+    c = native_walk(native)
+    if c is not None and fits_compiled(base, start, lim, stop_at):
+        if on_record is None:
+            pos, code, records = c.walk(buf, base, start, lim, -1 if stop_at is None else stop_at, crc, strict)[:3]
+            return ended(buf, base, pos, code, records, lim, crc=crc, strict=strict)
+        return _compiled_chunks(c, buf, base, start, lim, stop_at, crc, strict, on_record)
     pos = start
     records = 0
     while True:
@@ -243,3 +284,41 @@ def walk_segment(buf, base: int = 0, *, start: int = 0, limit: int | None = None
         if on_record is not None and on_record(pos, s) is False:
             return SegmentEnd(pos + s.size, None, "stopped by the caller", records)
         pos += s.size
+
+
+#: bytes of records the chunked compiled walk reads ahead of the caller's callback
+CHUNK = 1 << 20
+_SPAN = 10  # int64 columns per record of the compiled walk's spans
+
+
+def _compiled_chunks(c, buf, base: int, start: int, lim: int, stop_at: int | None, crc: bool, strict: bool,
+                     on_record) -> SegmentEnd:
+    """:func:`walk_segment` with a callback on the compiled walk: a chunk of records at a time."""
+    pos = start
+    records = 0
+    while True:
+        chunk_stop = pos + CHUNK if stop_at is None else min(stop_at, pos + CHUNK)
+        end, code, n, _used, _size, _f, _m, raw = c.walk(buf, base, pos, lim, chunk_stop, crc, strict, False, True)
+        col = array("q")
+        col.frombytes(raw)
+        for i in range(0, len(col), _SPAN):
+            at, size, magic, stored, ok, qid, qoff, phys, sys_flag, body_len = col[i:i + _SPAN]
+            p = at - base
+            records += 1
+            s = Step(None, size, "", magic, stored, None if ok < 0 else ok == 1, qid, qoff, phys, sys_flag, body_len)
+            if on_record(p, s) is False:
+                return SegmentEnd(p + size, None, "stopped by the caller", records)
+        if code != 0 or (stop_at is not None and stop_at <= end < lim):
+            return ended(buf, base, end, code, records, lim, crc=crc, strict=strict)
+        pos = end
+
+
+def ended(buf, base: int, pos: int, code: int, records: int, limit: int, *, crc: bool = False,
+          strict: bool = False) -> SegmentEnd:
+    """The :class:`SegmentEnd` of a compiled walk that stopped at ``pos`` with end ``code``: the
+    reason and the ending :class:`Step` are :func:`step`'s at that one position."""
+    kind = end_kind(code)
+    if kind is None:
+        return SegmentEnd(pos, None, "reached stop_at", records)
+    s = step(buf, pos, base, limit, crc=crc, strict=strict)
+    return SegmentEnd(pos, kind, s.reason, records, s)

@@ -1,7 +1,17 @@
 /* rmqstore._cwalk: the segment walk with its body CRC, compiled (see rmqstore/native.py).
  *
- * Exposes crc32() (zlib's signature) and LAYOUT, the record positions this C code uses,
- * which tests/unit/test_native_crc.py compares with the layout table.
+ * walk() is rmqstore.walk.step in a loop -- the same decision table, in the same order, so
+ * a walk ends at the same position with the same End kind (tests/unit/test_native_walk.py
+ * proves it against the pure walk over every fixture segment and random garbage).  It
+ * only reports *where* and *which kind*; rmqstore.walk re-runs the pure step at that one
+ * position for the reason's words, so the vocabulary of ends stays in one place.
+ *
+ * The loop touches no Python object: it runs with the GIL released, holding the caller's
+ * Py_buffer (an mmap cannot be closed under it).  Every read is bounds-checked against
+ * the readable limit first; garbage ends the walk, it never reads past the buffer.
+ *
+ * Also exposes crc32() (zlib's signature) and LAYOUT, the record positions this C code
+ * uses, which tests/unit/test_native_crc.py compares with the layout table.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -27,9 +37,309 @@ static PyObject *cwalk_crc32(PyObject *self, PyObject *args)
     return PyLong_FromUnsignedLong(crc);
 }
 
+
+/* the End kinds, as rmqstore.walk numbers them (walk._KIND_OF_CODE) */
+enum { RMQ_STOPPED = 0, RMQ_BLANK = 1, RMQ_UNWRITTEN = 2, RMQ_OUT_OF_BYTES = 3, RMQ_CORRUPT = 4 };
+#define RMQ_MIN_RECORD_SIZE 91
+#define RMQ_HEAD_SIZE 40 /* TOTALSIZE .. SYSFLAG */
+
+/* strict UTF-8 as Python's decoder: no overlongs, no surrogates, nothing past U+10FFFF */
+static int rmq_utf8_ok(const unsigned char *s, int64_t n)
+{
+    int64_t i = 0;
+    while (i < n) {
+        while (i + 8 <= n) { /* ASCII runs, 8 bytes at a time */
+            uint64_t w;
+            memcpy(&w, s + i, 8);
+            if (w & 0x8080808080808080ull)
+                break;
+            i += 8;
+        }
+        if (i >= n)
+            break;
+        unsigned char c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c < 0xC2)
+            return 0;
+        if (c < 0xE0) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c < 0xF0) {
+            if (i + 2 >= n)
+                return 0;
+            unsigned char c1 = s[i + 1];
+            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xE0 && c1 < 0xA0)
+                return 0; /* overlong */
+            if (c == 0xED && c1 >= 0xA0)
+                return 0; /* surrogate */
+            i += 3;
+        } else if (c < 0xF5) {
+            if (i + 3 >= n)
+                return 0;
+            unsigned char c1 = s[i + 1];
+            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && c1 < 0x90)
+                return 0; /* overlong */
+            if (c == 0xF4 && c1 >= 0x90)
+                return 0; /* past U+10FFFF */
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* one record as the walk saw it (the columns of walk(..., records=True)) */
+typedef struct {
+    int64_t pos, size, magic, crc, crc_ok, queue_id, queue_offset, physical_offset, sys_flag, body_len;
+} rmq_span;
+
+/* a growable array, filled without the GIL (malloc only) */
+typedef struct {
+    void *data;
+    size_t len, cap, item;
+    int failed;
+} rmq_vec;
+
+static void *rmq_vec_push(rmq_vec *v)
+{
+    if (v->failed)
+        return NULL;
+    if (v->len == v->cap) {
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        void *d = realloc(v->data, cap * v->item);
+        if (d == NULL) {
+            v->failed = 1;
+            return NULL;
+        }
+        v->data = d;
+        v->cap = cap;
+    }
+    return (char *)v->data + (v->len++) * v->item;
+}
+
+static void rmq_push_i64(rmq_vec *v, int64_t x)
+{
+    int64_t *p = rmq_vec_push(v);
+    if (p != NULL)
+        *p = x;
+}
+
+typedef struct {
+    int kind;          /* RMQ_* */
+    int64_t size;      /* the record's total size (a record) */
+    int64_t magic, crc, queue_id, queue_offset, phys, sys_flag, body_len;
+    int crc_ok;        /* -1: not computed */
+} rmq_step_t;
+
+/* rmqstore.walk.step: what starts at p[pos:] in a segment of `size` bytes readable to `lim` */
+static void rmq_step(const unsigned char *p, int64_t size, int64_t lim, int64_t pos, int64_t base, int crc,
+                     int strict, rmq_step_t *out)
+{
+    out->crc_ok = -1;
+    out->size = 0;
+    if (pos < 0 || pos + 8 > lim) {
+        out->kind = RMQ_OUT_OF_BYTES;
+        return;
+    }
+    const unsigned char *r = p + pos;
+    int32_t total = rmq_get_i32(r + RMQ_POS_TOTALSIZE);
+    int32_t magic = rmq_get_i32(r + RMQ_POS_MAGIC);
+    out->magic = magic;
+    if (magic == RMQ_BLANK_MAGIC_CODE) {
+        out->kind = RMQ_BLANK;
+        out->size = total;
+        return;
+    }
+    if (magic != RMQ_MESSAGE_MAGIC_CODE && magic != RMQ_MESSAGE_MAGIC_CODE_V2) {
+        out->kind = (total == 0 && magic == 0) ? RMQ_UNWRITTEN : RMQ_CORRUPT;
+        return;
+    }
+    int64_t rec_end = pos + (int64_t)total;
+#if defined(__GNUC__)
+    if (total >= RMQ_MIN_RECORD_SIZE && rec_end + 64 <= lim) {
+        __builtin_prefetch(p + rec_end);       /* the next record's head */
+        __builtin_prefetch(p + rec_end - 64);  /* this record's topic and properties */
+    }
+#endif
+    if (total < RMQ_MIN_RECORD_SIZE) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    if (rec_end > lim) {
+        out->kind = rec_end <= size ? RMQ_OUT_OF_BYTES : RMQ_CORRUPT;
+        return;
+    }
+    /* from here the whole record [pos, rec_end) is readable, and it holds the 40-byte head */
+    int32_t stored_crc = rmq_get_i32(r + RMQ_POS_BODYCRC);
+    int32_t sys_flag = rmq_get_i32(r + RMQ_POS_SYSFLAG);
+    int64_t phys = rmq_get_i64(r + RMQ_POS_PHYSICALOFFSET);
+    int v2 = magic == RMQ_MESSAGE_MAGIC_CODE_V2;
+    int64_t tl_size = v2 ? 2 : 1;
+    int64_t body_at = pos + rmq_pos_body_length(sys_flag) + 4;
+    if (body_at + tl_size + 2 > rec_end) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    int32_t body_len = rmq_get_i32(p + body_at - 4);
+    int64_t topic_at = body_at + body_len;
+    if (body_len < 0 || topic_at + tl_size + 2 > rec_end) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    int64_t topic_len = v2 ? (int64_t)(int16_t)rmq_get_u16(p + topic_at) : (int64_t)(int8_t)p[topic_at];
+    int64_t props_at = topic_at + tl_size + topic_len;
+    if (topic_len < 0 || props_at + 2 > rec_end) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    int64_t props_len = (int16_t)rmq_get_u16(p + props_at);
+    if (props_at + 2 + props_len != rec_end) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    if (!rmq_utf8_ok(p + topic_at + tl_size, topic_len) || !rmq_utf8_ok(p + props_at + 2, props_len)) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    if (crc) {
+        uint32_t c = rmq_crc32(0, p + body_at, (size_t)body_len) & 0x7FFFFFFFu;
+        out->crc_ok = (int64_t)c == (int64_t)stored_crc;
+    }
+    if (strict && ((out->crc_ok == 0 && body_len > 0) || phys != base + pos)) {
+        out->kind = RMQ_CORRUPT;
+        return;
+    }
+    out->kind = -1; /* a record */
+    out->size = total;
+    out->crc = stored_crc;
+    out->sys_flag = sys_flag;
+    out->body_len = body_len;
+    out->queue_id = rmq_get_i32(r + RMQ_POS_QUEUEID);
+    out->queue_offset = rmq_get_i64(r + RMQ_POS_QUEUEOFFSET);
+    out->phys = phys;
+}
+
+typedef struct {
+    int64_t pos, records, used;
+    int kind;
+    int64_t end_size; /* the ending step's size (a blank's declared size) */
+} rmq_walk_end;
+
+static void rmq_walk(const unsigned char *p, int64_t size, int64_t lim, int64_t start, int64_t base,
+                     int have_stop, int64_t stop_at, int crc, int strict, rmq_vec *crc_failures,
+                     rmq_vec *mismatches, rmq_vec *spans, rmq_walk_end *end)
+{
+    int64_t pos = start, records = 0, used = 0;
+    rmq_step_t s;
+    for (;;) {
+        if (have_stop && stop_at <= pos && pos < lim) {
+            end->kind = RMQ_STOPPED;
+            end->end_size = 0;
+            break;
+        }
+        rmq_step(p, size, lim, pos, base, crc, strict, &s);
+        if (s.kind >= 0) {
+            end->kind = s.kind;
+            end->end_size = s.size;
+            break;
+        }
+        records++;
+        used += s.size;
+        int64_t at = base + pos;
+        if (crc_failures != NULL && s.crc_ok == 0)
+            rmq_push_i64(crc_failures, at);
+        if (mismatches != NULL && s.phys != at)
+            rmq_push_i64(mismatches, at);
+        if (spans != NULL) {
+            rmq_span *sp = rmq_vec_push(spans);
+            if (sp != NULL) {
+                sp->pos = at;
+                sp->size = s.size;
+                sp->magic = s.magic;
+                sp->crc = s.crc;
+                sp->queue_id = s.queue_id;
+                sp->queue_offset = s.queue_offset;
+                sp->physical_offset = s.phys;
+                sp->crc_ok = s.crc_ok;
+                sp->sys_flag = s.sys_flag;
+                sp->body_len = s.body_len;
+            }
+        }
+        pos += s.size;
+    }
+    end->pos = pos;
+    end->records = records;
+    end->used = used;
+}
+
+static PyObject *rmq_vec_bytes(rmq_vec *v)
+{
+    return PyBytes_FromStringAndSize(v->data ? (const char *)v->data : "", (Py_ssize_t)(v->len * v->item));
+}
+
+static PyObject *cwalk_walk(PyObject *self, PyObject *args, PyObject *kwargs)
+{
+    static char *kwlist[] = {"buf", "base", "start", "limit", "stop_at", "crc", "strict", "collect", "spans", NULL};
+    Py_buffer view;
+    long long base = 0, start = 0, limit = -1, stop_at = -1;
+    int crc = 0, strict = 0, collect = 0, want_spans = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "y*|LLLLpppp:walk", kwlist, &view, &base, &start, &limit,
+                                     &stop_at, &crc, &strict, &collect, &want_spans))
+        return NULL;
+    int64_t size = (int64_t)view.len;
+    int64_t lim = (limit < 0 || limit > size) ? size : (int64_t)limit;
+    rmq_vec fails = {NULL, 0, 0, sizeof(int64_t), 0};
+    rmq_vec mism = {NULL, 0, 0, sizeof(int64_t), 0};
+    rmq_vec spans = {NULL, 0, 0, sizeof(rmq_span), 0};
+    rmq_walk_end end;
+    Py_BEGIN_ALLOW_THREADS
+    rmq_walk((const unsigned char *)view.buf, size, lim, (int64_t)start, (int64_t)base, stop_at >= 0,
+             (int64_t)stop_at, crc, strict, collect ? &fails : NULL, collect ? &mism : NULL,
+             want_spans ? &spans : NULL, &end);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (fails.failed || mism.failed || spans.failed) {
+        PyErr_NoMemory();
+    } else {
+        PyObject *f = collect ? rmq_vec_bytes(&fails) : (Py_INCREF(Py_None), Py_None);
+        PyObject *m = collect ? rmq_vec_bytes(&mism) : (Py_INCREF(Py_None), Py_None);
+        PyObject *s = want_spans ? rmq_vec_bytes(&spans) : (Py_INCREF(Py_None), Py_None);
+        if (f != NULL && m != NULL && s != NULL)
+            result = Py_BuildValue("(LiLLLNNN)", (long long)end.pos, end.kind, (long long)end.records,
+                                   (long long)end.used, (long long)end.end_size, f, m, s);
+        else {
+            Py_XDECREF(f);
+            Py_XDECREF(m);
+            Py_XDECREF(s);
+        }
+    }
+    free(fails.data);
+    free(mism.data);
+    free(spans.data);
+    return result;
+}
+
 static PyMethodDef cwalk_methods[] = {
     {"crc32", cwalk_crc32, METH_VARARGS,
      "crc32(data, value=0) -> int: zlib's CRC-32 of a bytes-like object, continuing `value`."},
+    {"walk", (PyCFunction)(void (*)(void))cwalk_walk, METH_VARARGS | METH_KEYWORDS,
+     "walk(buf, base=0, start=0, limit=-1, stop_at=-1, crc=False, strict=False, collect=False, spans=False)\n"
+     "-> (pos, kind, records, bytes_in_records, end_size, crc_failures, mismatches, spans): rmqstore.walk's\n"
+     "segment walk from `start` to its first end (kind 0: stopped at stop_at; 1 blank, 2 unwritten,\n"
+     "3 out of bytes, 4 corrupt).  limit/stop_at < 0: none.  collect: the physical offsets of CRC\n"
+     "failures and PHYSICALOFFSET mismatches, as native int64 bytes; spans: 10 int64 per record\n"
+     "(offset, size, magic, stored CRC, crc_ok -1/0/1, queue id, queue offset, PHYSICALOFFSET field,\n"
+     "sys flag, body length)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -40,6 +40,8 @@ __all__ = ["LogWalk", "RANGE_END", "RECOVERED_END"]
 RANGE_END = "range_end"
 #: verify's walk stopped at a record recovery rejects, where recovery ends the log
 RECOVERED_END = "recovered_end"
+#: the walk drops what it has read from memory every this many bytes (its peak RSS, not its reads)
+RELEASE_EVERY = 32 << 20
 
 
 class LogWalk:
@@ -174,7 +176,13 @@ class LogWalk:
         delay_levels = self.sizes.delay_levels
         recovered: list[int] = []
 
+        released = pos  # the walked bytes below this are dropped from memory (MappedFile.release)
+
         def on_record(p: int, _step) -> bool:
+            nonlocal released
+            if p - released >= RELEASE_EVERY:
+                f.release(released, p)
+                released = p
             phys = start + p
             rec = decode_record(buf, p)  # the walk found a whole record here: it decodes
             if self.stop_at_recovered_end:
@@ -190,6 +198,7 @@ class LogWalk:
             return True
 
         e = walk_segment(buf, start, start=pos, stop_at=stop, on_record=on_record)
+        f.release(released, e.pos)
         if recovered:
             return RECOVERED_END, recovered[0]
         if e.kind is None:

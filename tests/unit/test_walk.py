@@ -82,7 +82,8 @@ def _mutate(buf: bytes, kind: str, at: int, data: bytes) -> bytes:
 # -- every caller's answer: (physical offset where the segment ends, End) ------------------------------
 
 def _reference(buf, base, *, crc, strict):
-    e = walk_segment(buf, base, crc=crc, strict=strict)
+    """The pure walk's answer (the callers below run the compiled walk where it is built)."""
+    e = walk_segment(buf, base, crc=crc, strict=strict, native=False)
     return base + e.pos, e.kind
 
 
