@@ -149,7 +149,7 @@ def reput_segment(buf, base: int, start: int, readable: int, dispatch,
 
 
 #: records one compiled run parses at most
-MAX_BATCH = 16384
+MAX_BATCH = 65536
 _UNIT_END = struct.Struct(">qi")  # a consume-queue unit's offset and size
 
 
