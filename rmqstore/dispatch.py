@@ -150,6 +150,7 @@ def reput_segment(buf, base: int, start: int, readable: int, dispatch,
 
 #: records one compiled run parses at most
 MAX_BATCH = 65536
+_SMALL_BATCH = 256  # after a cut
 _UNIT_END = struct.Struct(">qi")  # a consume-queue unit's offset and size
 
 
@@ -216,13 +217,18 @@ def reput_segment_native(cdispatch, store, buf, base: int, start: int, readable:
     pos = start
     count = 0
     with_keys = bool(store.config.message_index_enable)
+    run = MAX_BATCH
     while True:
-        batch = cdispatch.parse(buf, pos, readable, table, MAX_BATCH, with_keys)
+        batch = cdispatch.parse(buf, pos, readable, table, run, with_keys)
         done = dispatch_batch(store, batch) if batch.count else 0
         count += done
         if done < batch.count:
             pos = batch.record_pos(done)  # the record the bulk writes left to the pure path
+            # cuts come in clusters (a queue's first records, files rolling over together): parse
+            # little past the next one rather than a whole run again, and grow back while none comes
+            run = _SMALL_BATCH
         else:
+            run = min(run * 4, MAX_BATCH)
             pos = batch.stop_pos
             if batch.stop == cdispatch.MORE:
                 continue
@@ -230,11 +236,11 @@ def reput_segment_native(cdispatch, store, buf, base: int, start: int, readable:
             if s.end is not None:
                 return SegmentEnd(pos, s.end, s.reason, count, s), count, None
             # else a record the compiled parse leaves to the pure path (cdispatch.DEFER)
-        size, failure = _dispatch_one(buf, pos, store.do_dispatch, delay_levels)
+        record_size, failure = _dispatch_one(buf, pos, store.do_dispatch, delay_levels)
         if failure is not None:
             return SegmentEnd(pos, None, str(failure), count), count, failure
         count += 1
-        pos += size
+        pos += record_size
 
 
 class ReputMessageService:
