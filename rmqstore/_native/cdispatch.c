@@ -46,6 +46,7 @@
 #define RMQ_INDEX_HEADER 40
 #define RMQ_INDEX_SLOT 4
 #define RMQ_INDEX_ENTRY 20
+#define RMQ_PREFETCH 16
 
 enum { STOP_END = 0, STOP_DEFER = 1, STOP_MORE = 2 };
 
@@ -130,7 +131,11 @@ static uint32_t java_hash(uint32_t h, const unsigned char *s, Py_ssize_t n)
     Py_ssize_t i = 0;
     while (i < n) {
         unsigned c = s[i];
-        if (c < 0x80) {
+        if (i + 4 <= n && !((s[i] | s[i + 1] | s[i + 2] | s[i + 3]) & 0x80)) {
+            /* four ASCII units at once: h*31^4 + c0*31^3 + c1*31^2 + c2*31 + c3 (a shorter chain) */
+            h = h * 923521u + s[i] * 29791u + s[i + 1] * 961u + s[i + 2] * 31u + s[i + 3];
+            i += 4;
+        } else if (c < 0x80) {
             h = 31 * h + c;
             i += 1;
         } else if (c < 0xE0 && i + 1 < n) {
@@ -261,12 +266,17 @@ static int batch_alloc(BatchObject *b, Py_ssize_t cap)
     return 0;
 }
 
-static uint64_t group_hash(const unsigned char *topic, Py_ssize_t len, int32_t qid)
+static uint64_t topic_fnv(const unsigned char *topic, Py_ssize_t len)
 {
     uint64_t h = 1469598103934665603ULL;
     for (Py_ssize_t i = 0; i < len; i++)
         h = (h ^ topic[i]) * 1099511628211ULL;
-    h ^= (uint64_t)(uint32_t)qid * 0x9E3779B97F4A7C15ULL;
+    return h;
+}
+
+static uint64_t group_hash(uint64_t topic_hash, int32_t qid)
+{
+    uint64_t h = topic_hash ^ (uint64_t)(uint32_t)qid * 0x9E3779B97F4A7C15ULL;
     return h ^ (h >> 29);
 }
 
@@ -289,9 +299,10 @@ static int table_rehash(BatchObject *b)
 }
 
 /* the group of (topic, qid), created if new; NULL when out of memory */
-static group_t *find_group(BatchObject *b, const unsigned char *topic, Py_ssize_t len, int32_t qid)
+static group_t *find_group(BatchObject *b, const unsigned char *topic, Py_ssize_t len, uint64_t topic_hash,
+                           int32_t qid)
 {
-    uint64_t h = group_hash(topic, len, qid);
+    uint64_t h = group_hash(topic_hash, qid);
     size_t mask = (size_t)(b->table_cap - 1);
     size_t i = (size_t)h & mask;
     while (b->table[i]) {
@@ -407,6 +418,7 @@ static void parse_run(BatchObject *b, parse_args *a, Py_ssize_t pos)
     const unsigned char *last_topic = NULL;
     Py_ssize_t last_topic_len = -1;
     uint32_t last_topic_hash = 0;
+    uint64_t last_topic_fnv = 0;
     b->stop = STOP_END;
     for (;;) {
         if (b->count >= a->max_records) {
@@ -466,16 +478,14 @@ static void parse_run(BatchObject *b, parse_args *a, Py_ssize_t pos)
         Py_ssize_t n = b->count;
         size_t keys_before = b->keys.len;
         b->key_start[n] = (int32_t)(keys_before / sizeof(int32_t));
+        if (!(topic_len == last_topic_len && memcmp(topic, last_topic, (size_t)topic_len) == 0)) {
+            last_topic = topic; /* (records of one topic follow each other: hash it once per stretch) */
+            last_topic_len = topic_len;
+            last_topic_hash = java_hash(0, topic, topic_len);
+            last_topic_fnv = topic_fnv(topic, topic_len);
+        }
         if (a->with_keys && (p.uniq || p.keys)) {
-            uint32_t th;
-            if (topic == last_topic || (topic_len == last_topic_len && memcmp(topic, last_topic, (size_t)topic_len) == 0)) {
-                th = last_topic_hash;
-            } else {
-                th = java_hash(0, topic, topic_len);
-                last_topic = topic;
-                last_topic_len = topic_len;
-                last_topic_hash = th;
-            }
+            uint32_t th = last_topic_hash;
             if (p.uniq && add_key(b, th, p.uniq, p.uniq_len) < 0)
                 goto oom;
             if (p.keys) {
@@ -496,7 +506,7 @@ static void parse_run(BatchObject *b, parse_args *a, Py_ssize_t pos)
         int tx = sys_flag & RMQ_TX_MASK;
         if (tx == RMQ_TX_NOT || tx == RMQ_TX_COMMIT) {
             int32_t qid = rmq_get_i32(r + RMQ_POS_QUEUEID);
-            group_t *g = find_group(b, topic, topic_len, qid);
+            group_t *g = find_group(b, topic, topic_len, last_topic_fnv, qid);
             if (g == NULL || rbuf_grow(&g->units, RMQ_CQ_UNIT) < 0 || rbuf_grow(&g->recidx, sizeof(int32_t)) < 0)
                 goto oom;
             int64_t qoff = rmq_get_i64(r + RMQ_POS_QUEUEOFFSET);
@@ -674,6 +684,7 @@ static Py_ssize_t write_index_run(BatchObject *b, Py_ssize_t n, unsigned char *b
 {
     const int32_t *keys = (const int32_t *)b->keys.p;
     const int64_t entries = RMQ_INDEX_HEADER + slots * RMQ_INDEX_SLOT;
+    const int64_t total_keys = (int64_t)(b->keys.len / sizeof(int32_t));
     Py_ssize_t i;
     *written = 0;
     for (i = 0; i < n; i++) {
@@ -690,7 +701,10 @@ static Py_ssize_t write_index_run(BatchObject *b, Py_ssize_t n, unsigned char *b
             break; /* its keys span two files: the pure path puts them */
         int64_t phy = b->phy[i], ts = b->ts[i];
         for (int32_t k = 0; k < nk; k++) {
-            int32_t key_hash = keys[b->key_start[i] + k];
+            int64_t at = (int64_t)b->key_start[i] + k;
+            if (at + RMQ_PREFETCH < total_keys) /* the slots are scattered over the table: ask early */
+                __builtin_prefetch(buf + RMQ_INDEX_HEADER + (keys[at + RMQ_PREFETCH] % slots) * RMQ_INDEX_SLOT, 1);
+            int32_t key_hash = keys[at];
             unsigned char *slot = buf + RMQ_INDEX_HEADER + (key_hash % slots) * RMQ_INDEX_SLOT;
             unsigned char *entry = buf + entries + h->index_count * RMQ_INDEX_ENTRY;
             int64_t slot_value = rmq_get_i32(slot);
