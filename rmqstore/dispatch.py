@@ -26,8 +26,9 @@ Per record, the pure path costs tens of microseconds of Python on the writers' G
 compiled path takes a *run* of records at once (:func:`reput_segment_native`): one C call
 walks them with the walk's rules and computes each one's tags code and index key hashes,
 grouping the consume-queue units per topic-queue into contiguous 20-byte runs; a second
-writes the index entries straight into the index file's mapping; both release the GIL.
-Python then writes each queue's run with one append (:meth:`ConsumeQueue.append_units`),
+writes the index entries straight into the index file's mapping; both release the GIL
+(on runs long enough to pay for handing it over), so the second core does that work while
+the writers run.  Python then writes each queue's run with one append (:meth:`ConsumeQueue.append_units`),
 wakes that queue's long-polling pulls once, and sets the checkpoint's logics time.
 
 Its rule for staying exact: the compiled path takes only what cannot go otherwise than

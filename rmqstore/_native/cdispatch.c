@@ -1,7 +1,8 @@
 /* rmqstore._cdispatch: dispatch of a run of records to consume queues and index, compiled
  * (see rmqstore/native.py and the essay of rmqstore/dispatch.py).
  *
- * Two calls per run of records, each with the GIL released while it works:
+ * Two calls per run of records, each with the GIL released while it works (on runs long enough
+ * to pay for handing it over):
  *
  *   parse(buf, start, limit, delay_table, max_records, with_keys) -> Batch
  *       walks the records of a mapped commitlog file from `start` (a record boundary) up to
@@ -47,6 +48,10 @@
 #define RMQ_INDEX_SLOT 4
 #define RMQ_INDEX_ENTRY 20
 #define RMQ_PREFETCH 16
+/* below these, a call keeps the GIL: handing it to a busy writer and waiting to get it back (up to
+ * the interpreter's switch interval, 5 ms) would cost far more than the work */
+#define RMQ_RELEASE_BYTES (64 * 1024)
+#define RMQ_RELEASE_RECORDS 128
 
 enum { STOP_END = 0, STOP_DEFER = 1, STOP_MORE = 2 };
 
@@ -607,9 +612,13 @@ static PyObject *cdispatch_parse(PyObject *self, PyObject *args)
         goto fail;
     }
     parse_args a = {(const unsigned char *)view.buf, lim, delays, nd, with_keys, cap, 0};
-    Py_BEGIN_ALLOW_THREADS
-    parse_run(b, &a, start);
-    Py_END_ALLOW_THREADS
+    if (left >= RMQ_RELEASE_BYTES) { /* (a short run: giving the GIL away would cost more than the run) */
+        Py_BEGIN_ALLOW_THREADS
+        parse_run(b, &a, start);
+        Py_END_ALLOW_THREADS
+    } else {
+        parse_run(b, &a, start);
+    }
     if (a.oom) {
         PyErr_NoMemory();
         goto fail;
@@ -777,9 +786,13 @@ static PyObject *batch_write_index(BatchObject *b, PyObject *args)
         goto fail;
     }
     Py_ssize_t done, written;
-    Py_BEGIN_ALLOW_THREADS
-    done = write_index_run(b, n, (unsigned char *)view.buf, slots, index_num, &h, &written);
-    Py_END_ALLOW_THREADS
+    if (n >= RMQ_RELEASE_RECORDS) {
+        Py_BEGIN_ALLOW_THREADS
+        done = write_index_run(b, n, (unsigned char *)view.buf, slots, index_num, &h, &written);
+        Py_END_ALLOW_THREADS
+    } else {
+        done = write_index_run(b, n, (unsigned char *)view.buf, slots, index_num, &h, &written);
+    }
     PyBuffer_Release(&view);
     return Py_BuildValue("nnLLLLLL", done, written, (long long)h.begin_ts, (long long)h.end_ts,
                          (long long)h.begin_phy, (long long)h.end_phy, (long long)h.slot_count,
