@@ -250,16 +250,33 @@ def test_garbage_inside_the_records(tmp_path_factory, msgs, flips):
     assert_same_derived_files(tmp / "native", tmp / "pure")
 
 
-def run_store(root: Path, config: StoreConfig, log: Log) -> MessageStore:
+def on_path(store: MessageStore, cd) -> MessageStore:
+    """The store's reput service on the compiled path (``cd``) or the pure one (None), whatever
+    RMQSTORE_PURE says: these tests compare the two (``native.compiled``)."""
+    store.reput_message_service.native = cd
+    return store
+
+
+def run_store(root: Path, config: StoreConfig, log: Log, cd) -> MessageStore:
     """Write the log's files as a store's commitlog, then start the store (recovery and reput dispatch it)."""
     d = root / "commitlog"
     d.mkdir(parents=True)
     for i, data in enumerate(log.files):
         (d / offset_to_file_name(i * config.mapped_file_size_commit_log)).write_bytes(
             bytes(data) + bytes(config.mapped_file_size_commit_log - len(data)))
-    store = MessageStore(root, config)
+    store = on_path(MessageStore(root, config), cd)
     store.start()
     return store
+
+
+def test_the_store_config_picks_the_path(tmp_path):
+    from rmqstore import native
+
+    compiled_module("_cdispatch")
+    for flag in (True, False):
+        store = MessageStore(tmp_path / str(flag), StoreConfig(native=flag))
+        assert store.reput_message_service.native is native.module("_cdispatch", flag)
+        assert (store.reput_message_service.native is None) == (not flag or native.forced_pure())
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -275,9 +292,7 @@ def test_store_start_dispatches_the_same(tmp_path_factory, msgs, cq_units, slots
     tmp = tmp_path_factory.mktemp("store")
     stores = {}
     for name, native in (("native", True), ("pure", False)):
-        store = run_store(tmp / name, tiny_config(native, cq_units, slots, entries), log)
-        assert (store.reput_message_service.native is cd) == native
-        stores[name] = store
+        stores[name] = run_store(tmp / name, tiny_config(native, cq_units, slots, entries), log, cd if native else None)
     offsets = {name: s.reput_message_service.reput_from_offset for name, s in stores.items()}
     assert offsets["native"] == offsets["pure"] == log.offset
     for s in stores.values():
@@ -289,9 +304,9 @@ def test_live_native_store_matches_its_pure_redispatch(tmp_path):
     """A store written live on the compiled path, re-dispatched from its commitlog by the pure path: same files."""
     from rmqstore import Message
 
-    compiled_module("_cdispatch")
+    cd = compiled_module("_cdispatch")
     live = tmp_path / "live"
-    store = MessageStore(live, tiny_config(True, 7, 5, 9))
+    store = on_path(MessageStore(live, tiny_config(True, 7, 5, 9)), cd)
     store.start()
     try:
         for i in range(300):
@@ -384,9 +399,9 @@ def test_fixture_redispatched_natively_gives_rocketmq_files(name, tmp_path):
     for native in (True, False):
         root = tmp_path / ("native" if native else "pure")
         shutil.copytree(src / "commitlog", root / "commitlog")
-        store = MessageStore(root, StoreConfig.from_manifest(m["config"], native=native))
+        store = on_path(MessageStore(root, StoreConfig.from_manifest(m["config"], native=native)),
+                        cd if native else None)
         store.start()
-        assert (store.reput_message_service.native is cd) == native
         store.shutdown()
         roots[native] = root
     assert_same_derived_files(roots[True], roots[False])
