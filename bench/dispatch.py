@@ -4,8 +4,9 @@ For ``--seconds`` (default 10) a writer appends messages as fast as it can (or a
 ``--rate``); a sampler records, every few milliseconds, the end of the log and the reput
 service's position.  The lag at a moment is the time since the log reached the offset the
 reput service has dispatched up to then (the age of the oldest record not dispatched yet).
-The table shows the lag when the writer stops, its maximum over the run, the time to catch
-up afterwards, the puts' rate and the process's CPU use (above 1.0 core: the dispatch ran
+The table shows the lag when the writer stops (``cq@end``: the messages not in a consume
+queue yet, in milliseconds of puts; ``lag@end``: the sampler's), its maximum over the run,
+the time to catch up afterwards, the puts' rate and the process's CPU use (above 1.0 core: the dispatch ran
 beside the writer, off the GIL).  Each case runs on the compiled dispatch and on the pure
 one (``StoreConfig(native=...)``) in the same invocation.
 
@@ -201,6 +202,8 @@ def run_case(writer, native: bool, seconds: float, rate: float | None, body: byt
         cpu0, t0 = os.times(), time.perf_counter()
         written = writer(store, body, seconds, rate)
         t_end = time.perf_counter()
+        # the consume queues' own count when the writer stops: messages not in a queue yet
+        units_at_end = sum(cq.get_max_offset_in_queue() for cq in list(store.consume_queue_table.values()))
         caught_up = store.wait_dispatched(timeout=catch_up_s)
         t_done = time.perf_counter()
         cpu1 = os.times()
@@ -214,7 +217,10 @@ def run_case(writer, native: bool, seconds: float, rate: float | None, body: byt
         behind = store.reput_message_service.behind()
         store.shutdown()
         cpu = (cpu1.user + cpu1.system - cpu0.user - cpu0.system) / (t_done - t0)
-        return {"native": native, "written": written, "rate": written / (t_end - t0), "lag_end_ms": at_end * 1000,
+        put_rate = written / (t_end - t0)
+        return {"native": native, "written": written, "rate": put_rate, "lag_end_ms": at_end * 1000,
+                "cq_behind_at_end": written - units_at_end,
+                "cq_behind_at_end_ms": (written - units_at_end) / put_rate * 1000,
                 "lag_max_ms": max(during, default=0.0) * 1000,
                 "lag_max_after_1s_ms": (steady[-1] if steady else 0.0) * 1000,
                 "lag_p99_after_1s_ms": (steady[int(len(steady) * 0.99)] if steady else 0.0) * 1000,
@@ -239,14 +245,15 @@ def main(argv=None) -> int:
     chosen = ["fast", "put"] if args.writer == "both" else [args.writer]
     rows = []
     print(f"load average before: {os.getloadavg()[0]:.2f}")
-    print(f"{'writer':6s} {'dispatch':9s} {'msgs/s':>10s} {'lag@end ms':>11s} {'lag max ms':>11s} "
+    print(f"{'writer':6s} {'dispatch':9s} {'msgs/s':>10s} {'cq@end ms':>10s} {'lag@end ms':>11s} {'lag max ms':>11s} "
           f"{'max >1s ms':>11s} {'p99 >1s ms':>11s} {'catch-up ms':>12s} {'cpu cores':>10s}")
     for name in chosen:
         for native in (True, False):
             r = run_case(writers[name], native, args.seconds, args.rate, body, args.catch_up)
             r["writer"] = name
             rows.append(r)
-            print(f"{name:6s} {'compiled' if native else 'pure':9s} {r['rate']:10,.0f} {r['lag_end_ms']:11.1f} "
+            print(f"{name:6s} {'compiled' if native else 'pure':9s} {r['rate']:10,.0f} {r['cq_behind_at_end_ms']:10.1f} "
+                  f"{r['lag_end_ms']:11.1f} "
                   f"{r['lag_max_ms']:11.1f} {r['lag_max_after_1s_ms']:11.1f} {r['lag_p99_after_1s_ms']:11.1f} "
                   f"{r['catch_up_ms']:12.1f} {r['cpu_cores']:10.2f}"
                   f"{'' if r['caught_up'] else f'  (not caught up after {args.catch_up:.0f} s)'}", flush=True)
