@@ -1078,7 +1078,7 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kw)
                              "file_size", "max_batch", NULL};
     PyObject *types, *statuses;
     PyObject *o[14];
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO!OOOOO!OOOOO!O!LLLL:Putter", kwlist, &o[0], &o[1], &o[2],
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO!OOOOO!OOOOOO!O!LLLL:Putter", kwlist, &o[0], &o[1], &o[2],
                                      &PyDict_Type, &o[3], &o[4], &o[5], &o[6], &o[7], &PyDict_Type, &o[8], &o[9],
                                      &o[10], &o[11], &o[12], &o[13], &PyTuple_Type, &types, &PyTuple_Type,
                                      &statuses, &self->max_message_size, &self->max_record_size, &self->file_size,
