@@ -176,19 +176,59 @@ typedef struct {
     const unsigned char *ip;
     int ip_len;
     int port;
-    PyObject *addr; /* borrowed (kept alive by the message or the cache) */
+    PyObject *addr; /* borrowed (kept alive by the message or the cache); NULL when parsed here */
+    unsigned char parsed[4];
 } Host;
 
-/* a host of a put: None (the store's own), a cached "ip:port" string, or an Address */
-static int host_of(Putter *self, PyObject *value, Host *h)
+/* a canonical "a.b.c.d:port" (no leading zeros, port 0..65535): 1 and the host, else 0 (the pure
+ * path parses what this does not, so the two can never disagree on an accepted string) */
+static int parse_ipv4(PyObject *text, Host *h)
+{
+    Py_ssize_t n;
+    const char *p = PyUnicode_AsUTF8AndSize(text, &n);
+    if (p == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *end = p + n;
+    for (int k = 0; k < 5; k++) {
+        long v = 0;
+        const char *start = p;
+        while (p < end && *p >= '0' && *p <= '9' && p - start < 6)
+            v = v * 10 + (*p++ - '0');
+        Py_ssize_t digits = p - start;
+        if (digits == 0 || (digits > 1 && *start == '0'))
+            return 0;
+        if (k < 4) {
+            if (digits > 3 || v > 255 || p >= end || *p++ != (k < 3 ? '.' : ':'))
+                return 0;
+            h->parsed[k] = (unsigned char)v;
+        } else {
+            if (digits > 5 || v > 65535 || p != end)
+                return 0;
+            h->port = (int)v;
+        }
+    }
+    h->ip = h->parsed;
+    h->ip_len = 4;
+    h->addr = NULL;
+    return 1;
+}
+
+/* a host of a put: None (the store's own), a cached "ip:port" string, or an Address; a born
+ * host may also be an IPv4 "ip:port" string parsed here (its Address is never needed) */
+static int host_of(Putter *self, PyObject *value, Host *h, int born)
 {
     PyObject *addr;
     if (value == Py_None) {
         addr = self->default_host;
     } else if (PyUnicode_CheckExact(value)) {
         addr = PyDict_GetItemWithError(self->addr_cache, value);
-        if (addr == NULL)
-            return PyErr_Occurred() ? -1 : 0; /* the pure path parses and caches it */
+        if (addr == NULL) {
+            if (PyErr_Occurred())
+                return -1;
+            return born ? parse_ipv4(value, h) : 0; /* else the pure path parses and caches it */
+        }
     } else if (Py_TYPE(value) == self->addr_type) {
         addr = value;
     } else {
@@ -359,7 +399,7 @@ static PyObject *put_result(Putter *self, PyObject *status, PyObject *ar, PyObje
 /* -- the record --------------------------------------------------------------------------- */
 
 typedef struct {
-    int32_t queue_id, flag, sys_flag, reconsume;
+    int32_t queue_id, sys_flag, reconsume;
     int64_t born_ts, prepared;
     Host born, host;
 } Head;
@@ -370,14 +410,14 @@ static inline int head_size(const Head *h)
 }
 
 /* every byte of one record but its first 8 (size and magic) */
-static unsigned char *write_tail(unsigned char *p, const Head *h, uint32_t crc, int64_t queue_offset,
+static unsigned char *write_tail(unsigned char *p, const Head *h, int32_t flag, uint32_t crc, int64_t queue_offset,
                                  int64_t phys, int64_t store_ts, const char *body, Py_ssize_t body_len,
                                  const char *topic, Py_ssize_t topic_len, const char *props, Py_ssize_t props_len,
                                  int sep, const char *props2, Py_ssize_t props2_len)
 {
     rmq_put_i32(p + RMQ_POS_BODYCRC, (int32_t)crc);
     rmq_put_i32(p + RMQ_POS_QUEUEID, h->queue_id);
-    rmq_put_i32(p + RMQ_POS_FLAG, h->flag);
+    rmq_put_i32(p + RMQ_POS_FLAG, flag);
     rmq_put_i64(p + RMQ_POS_QUEUEOFFSET, queue_offset);
     rmq_put_i64(p + RMQ_POS_PHYSICALOFFSET, phys);
     rmq_put_i32(p + RMQ_POS_SYSFLAG, h->sys_flag);
@@ -630,7 +670,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
             goto done;
         for (Py_ssize_t i = 0; i < w->n; i++) {
             Rec *rc = &w->recs[i];
-            write_tail(base + rel, &w->h, rc->crc, qo + i, wrote + rel, store_ts, PyBytes_AS_STRING(rc->body),
+            write_tail(base + rel, &w->h, rc->flag, rc->crc, qo + i, wrote + rel, store_ts, PyBytes_AS_STRING(rc->body),
                        rc->body_len, w->topic_p, w->topic_len, rc->props_p, rc->props_len, rc->sep, w->bprops_p,
                        w->bprops_len);
             if (i > 0)
@@ -826,9 +866,9 @@ static int read_head(Putter *self, Head *h, PyObject *sys_flag, PyObject *born_t
     if ((r = int_in(reconsume, INT32_MIN, INT32_MAX, &v)) <= 0)
         return r;
     h->reconsume = (int32_t)v;
-    if ((r = host_of(self, born_host, &h->born)) <= 0)
+    if ((r = host_of(self, born_host, &h->born, 1)) <= 0)
         return r;
-    if ((r = host_of(self, store_host, &h->host)) <= 0)
+    if ((r = host_of(self, store_host, &h->host, 0)) <= 0)
         return r;
     if (h->born.ip_len == 16)
         h->sys_flag |= RMQ_BORNHOST_V6_FLAG;
@@ -866,7 +906,7 @@ static PyObject *Putter_put(Putter *self, PyObject *msg)
     CHECK(int_in(f[M_QUEUE_ID], 0, INT32_MAX, &v));
     w.h.queue_id = (int32_t)v;
     CHECK(int_in(f[M_FLAG], INT32_MIN, INT32_MAX, &v));
-    rec.flag = w.h.flag = (int32_t)v;
+    rec.flag = (int32_t)v;
     CHECK(int_in(f[M_PREPARED], LLONG_MIN, LLONG_MAX, &v));
     w.h.prepared = v;
     CHECK(read_head(self, &w.h, f[M_SYS_FLAG], f[M_BORN_TS], f[M_RECONSUME], f[M_BORN_HOST], f[M_STORE_HOST]));
@@ -887,13 +927,13 @@ static PyObject *Putter_put(Putter *self, PyObject *msg)
     rec.props = Py_NewRef(f[M_PROPS]);
     w.topic = Py_NewRef(f[M_TOPIC]);
     w.queue_id = Py_NewRef(f[M_QUEUE_ID]);
-    Py_INCREF(w.h.born.addr);
+    Py_XINCREF(w.h.born.addr);
     Py_INCREF(w.h.host.addr);
     w.recs = &rec;
     w.n = 1;
     w.length = rec.length;
     ret = finish(self, run_locked(self, &w), msg, w.topic, t0, 1, rec.length);
-    Py_DECREF(w.h.born.addr);
+    Py_XDECREF(w.h.born.addr);
     Py_DECREF(w.h.host.addr);
 out:
     Py_XDECREF(rec.body);
@@ -976,7 +1016,7 @@ static PyObject *Putter_put_batch(Putter *self, PyObject *batch)
     w.topic = Py_NewRef(f[B_TOPIC]);
     w.queue_id = Py_NewRef(f[B_QUEUE_ID]);
     w.batch_props = Py_NewRef(f[B_PROPS]);
-    Py_INCREF(w.h.born.addr);
+    Py_XINCREF(w.h.born.addr);
     Py_INCREF(w.h.host.addr);
     hosts_held = 1;
     ret = finish(self, run_locked(self, &w), batch, w.topic, t0, w.n, w.length);
@@ -988,7 +1028,7 @@ out:
     if (w.recs != NULL && w.recs != small)
         PyMem_Free(w.recs);
     if (hosts_held) {
-        Py_DECREF(w.h.born.addr);
+        Py_XDECREF(w.h.born.addr);
         Py_DECREF(w.h.host.addr);
     }
     Py_XDECREF(w.topic);
