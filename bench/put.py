@@ -1,9 +1,12 @@
 """Put-path throughput: single and batch puts, async and sync flush, 1..N threads.
 
 Prints a table and writes JSON (``--json PATH``).  Every configuration runs ``--repeat``
-times in a fresh store; the table shows the median, and a raw baseline measured in the
-same run: the same records, pre-encoded, appended to a buffered file (the cost of the
-bytes alone, with no store logic).
+times in a fresh store, through the compiled put (``native``) and through the pure-Python
+one (``StoreConfig(native=False)``), in the same run; the table shows the medians, their
+ratio, and a raw baseline measured in the same run: the same records, pre-encoded, appended
+to a buffered file (the cost of the bytes alone, with no store logic).  The ASYNC_FLUSH cases
+run a second time with the reput service paused ("reput paused": dispatch to the consume
+queues and the index stopped, so the put path has the GIL to itself).
 
     python bench/put.py                      # full run (about 2-4 minutes on 2 cores)
     python bench/put.py --quick              # smaller counts, for a smoke check
@@ -31,10 +34,13 @@ PROPS = "TAGS\x01TagA\x02KEYS\x01order-1\x02UNIQ_KEY\x017F0000013DBD5FFD2B276CF8
 FILE_SIZE = 64 * 1024 * 1024
 
 
-def make_store(root: str, flush: str) -> MessageStore:
-    cfg = StoreConfig(mapped_file_size_commit_log=FILE_SIZE, flush_disk_type=flush)
+def make_store(root: str, flush: str, native: bool = True, reput: bool = True) -> MessageStore:
+    cfg = StoreConfig(mapped_file_size_commit_log=FILE_SIZE, flush_disk_type=flush, native=native)
     store = MessageStore(root, cfg)
     store.start()
+    if not reput:
+        # paused: do_reput answers at once while a failure is set (and shutdown does not wait for it)
+        store.reput_message_service.failure = "paused by bench/put.py"
     return store
 
 
@@ -61,10 +67,14 @@ def run_threads(put, work: list[list]) -> tuple[float, list]:
     return time.perf_counter() - t0, failures
 
 
+#: the path and the reput service of the runs being made (set by main for each column)
+MODE = {"native": True, "reput": True}
+
+
 def _timed(flush: str, work: list[list], put_name: str) -> float:
     """Run one thread per work list against a fresh store; seconds from start barrier to last put."""
     root = tempfile.mkdtemp(prefix="rmqbench-")
-    store = make_store(root, flush)
+    store = make_store(root, flush, MODE["native"], MODE["reput"])
     dt, failures = run_threads(getattr(store, put_name), work)
     store.shutdown()
     shutil.rmtree(root, ignore_errors=True)
@@ -120,7 +130,7 @@ def main(argv=None) -> int:
     n_batch = int(640_000 * scale)
     cases = [
         ("raw buffered append (baseline)", lambda: run_raw(n_batch), None),
-        ("single put, ASYNC_FLUSH, 1 thread", lambda: run_single("ASYNC_FLUSH", 1, n_async), 250_000),
+        ("single put, ASYNC_FLUSH, 1 thread", lambda: run_single("ASYNC_FLUSH", 1, n_async), 450_000),
         ("single put, ASYNC_FLUSH, 4 threads", lambda: run_single("ASYNC_FLUSH", 4, n_async), None),
         ("single put, SYNC_FLUSH, 1 thread", lambda: run_single("SYNC_FLUSH", 1, n_sync // 4), None),
         ("single put, SYNC_FLUSH, 4 threads", lambda: run_single("SYNC_FLUSH", 4, n_sync), None),
@@ -132,20 +142,33 @@ def main(argv=None) -> int:
     ]
     rows = []
     raw_median = None
-    print(f"{'case':42s} {'median msgs/s':>14s} {'min':>10s} {'max':>10s} {'vs raw':>7s} {'target':>10s}")
+    print(f"{'case':50s} {'native':>11s} {'pure':>10s} {'n/p':>6s} {'vs raw':>7s} {'target':>10s}")
     for name, fn, target in cases:
-        values = [fn() for _ in range(repeat)]
-        med = statistics.median(values)
         if raw_median is None:
-            raw_median = med
-        ratio = med / raw_median
-        met = "" if target is None else ("met" if med >= target else "MISSED")
-        print(f"{name:42s} {med:14,.0f} {min(values):10,.0f} {max(values):10,.0f} {ratio:7.2f} "
-              f"{(f'{target:,}' if target else ''):>10s} {met}", flush=True)
-        rows.append({"case": name, "median": med, "runs": values, "ratio_to_raw": ratio, "target": target})
+            values = [fn() for _ in range(repeat)]
+            raw_median = statistics.median(values)
+            print(f"{name:50s} {raw_median:11,.0f}", flush=True)
+            rows.append({"case": name, "median": raw_median, "runs": values})
+            continue
+        for reput in ((True, False) if "ASYNC" in name else (True,)):
+            MODE["reput"] = reput
+            label = name if reput else f"{name}, reput paused"
+            runs = {}
+            for native in (True, False):
+                MODE["native"] = native
+                runs["native" if native else "pure"] = [fn() for _ in range(repeat)]
+            med = {k: statistics.median(v) for k, v in runs.items()}
+            met = "" if target is None else ("met" if med["native"] >= target else "MISSED")
+            print(f"{label:50s} {med['native']:11,.0f} {med['pure']:10,.0f} {med['native'] / med['pure']:6.2f} "
+                  f"{med['native'] / raw_median:7.2f} {(f'{target:,}' if target else ''):>10s} {met}", flush=True)
+            rows.append({"case": label, "median": med["native"], "pure_median": med["pure"],
+                         "runs": runs["native"], "pure_runs": runs["pure"], "native_to_pure": med["native"] / med["pure"],
+                         "ratio_to_raw": med["native"] / raw_median, "target": target})
+    MODE.update(native=True, reput=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
-        json.dump({"python": sys.version, "cpus": os.cpu_count(), "repeat": repeat, "file_size": FILE_SIZE,
+        json.dump({"python": sys.version, "cpus": os.cpu_count(), "load": os.getloadavg(), "repeat": repeat,
+                   "file_size": FILE_SIZE,
                    "body_bytes": len(BODY), "rows": rows}, f, indent=1)
     print(f"wrote {args.json}")
     return 0
