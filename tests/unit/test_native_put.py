@@ -61,9 +61,9 @@ batch = st.builds(
 workloads = st.lists(st.one_of(single, single, batch), min_size=1, max_size=40)
 
 
-def _store(root: str, native_on: bool, file_size: int) -> MessageStore:
+def _store(root: str, native_on: bool, file_size: int, **config) -> MessageStore:
     cfg = StoreConfig(native=native_on, mapped_file_size_commit_log=file_size, max_message_size=600,
-                      store_host="192.168.0.9:10911", max_msgs_num_batch=1)
+                      store_host="192.168.0.9:10911", max_msgs_num_batch=1, **config)
     store = MessageStore(root, cfg, clock=lambda: CLOCK)
     store.start()
     return store
@@ -76,10 +76,13 @@ def _result(r) -> tuple:
     return r.status, r.message, where
 
 
-def _files(store: MessageStore) -> dict[str, bytes]:
-    out = {}
-    for mf in store.commit_log.mapped_file_queue.mapped_files:
-        out[os.path.basename(mf.file_name)] = bytes(mf.mapped)
+def _files(root: str) -> dict[str, bytes]:
+    """The commitlog files on disk (after a clean shutdown: committed, flushed, the pre-allocated one gone)."""
+    folder = os.path.join(root, "commitlog")
+    out: dict[str, bytes] = {}
+    for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+        with open(os.path.join(folder, name), "rb") as f:
+            out[name] = f.read()
     return out
 
 
@@ -90,20 +93,20 @@ def _stats(store: MessageStore) -> dict:
     return snap
 
 
-def _run_both(ops, file_size: int):
+def _run_both(ops, file_size: int, **config):
     """The same puts through a pure store and a native one: (pure, native) results, files, tables, stats."""
     out = []
     for native_on in (False, True):
         with tempfile.TemporaryDirectory() as root:
-            store = _store(root, native_on, file_size)
+            store = _store(root, native_on, file_size, **config)
             try:
                 assert (store._putter is not None) is native_on
                 results = [_result(store.put_message(item) if kind == "single" else store.put_messages(item))
                            for kind, item in ops]
-                out.append((results, _files(store), dict(store.commit_log.topic_queue_table), _stats(store),
-                            store._putter.counters()["ok"] if native_on else 0))
             finally:
                 store.shutdown()
+            out.append((results, _files(root), dict(store.commit_log.topic_queue_table), _stats(store),
+                         store._putter.counters()["ok"] if native_on else 0))
     return out
 
 
@@ -161,6 +164,26 @@ def test_the_native_put_takes_the_common_case():
     assert fast_files == pure_files
     # the first put of a topic takes the pure path, which checks the topic once; every other took the compiled put
     assert native_ok == len(ops) - 1
+
+
+@pytest.mark.parametrize("config", [
+    {"flush_disk_type": "SYNC_FLUSH"},  # the waits run in Python after the compiled append
+    {"broker_role": "SYNC_MASTER"},  # no slave: SLAVE_NOT_AVAILABLE, as the pure path answers
+    {"transient_store_pool_enable": True, "transient_store_pool_size": 3},  # appends go to a write buffer
+    {"use_reentrant_lock_when_put_message": False},  # the spin lock
+], ids=["sync_flush", "sync_master", "write_buffer", "spin_lock"])
+def test_every_flush_mode_and_lock_gives_the_same(config):
+    ops = [_plain(i, size=150) for i in range(20)]
+    ops += [("batch", MessageBatch("TopicA", [BatchItem(b"b" * 40, "K\x01v")] * 3, queue_id=1))] * 3
+    ops += [("single", Message("TopicA", b"w", properties="WAIT\x01false"))]
+    (pure, pure_files, pure_table, pure_stats, _), (fast, fast_files, fast_table, fast_stats, native_ok) = \
+        _run_both(ops, 2048, **config)
+    assert fast == pure
+    assert fast_files == pure_files
+    assert (fast_table, fast_stats) == (pure_table, pure_stats)
+    if "broker_role" not in config:
+        assert all(r[0].name == "PUT_OK" for r in fast)
+        assert native_ok == (0 if "flush_disk_type" in config else len(ops) - 1)  # (sync: counted in Python)
 
 
 def test_a_tracer_or_a_python_writer_in_the_lock_sends_the_put_to_the_pure_path(tmp_path):
