@@ -97,7 +97,7 @@ static const char *PUT_SLOTS[P_COUNT] = {"status", "append_result", "message"};
 typedef struct {
     PyObject_HEAD
     PyObject *store, *commit_log, *queue, *good_topics, *acquire, *release, *clock, *default_host,
-        *addr_cache, *wakeup, *finish, *next_file, *slave_role, *record, *counts;
+        *addr_cache, *wakeup, *finish, *next_file, *slave_role, *record, *counts, *config, *last_key;
     PyTypeObject *msg_type, *batch_type, *item_type, *addr_type, *append_type, *put_type;
     PyObject *put_ok, *append_ok, *end_of_file, *unknown_error, *empty, *zero;
     Py_ssize_t msg_off[M_COUNT], batch_off[B_COUNT], item_off[I_COUNT], append_off[A_COUNT], put_off[P_COUNT];
@@ -266,10 +266,15 @@ static int utf8_of(PyObject *s, const char **p, Py_ssize_t *n)
 
 static int has_delay(const char *p, Py_ssize_t n)
 {
-    static const char needle[] = "DELAY\x01";
-    for (Py_ssize_t i = 0; i + 6 <= n; i++)
-        if (p[i] == 'D' && memcmp(p + i, needle, 6) == 0)
+    const char *end = p + n;
+    while (end - p >= 6) {
+        const char *d = memchr(p, 'D', (size_t)(end - p - 5));
+        if (d == NULL)
+            return 0;
+        if (memcmp(d, "DELAY\x01", 6) == 0)
             return 1;
+        p = d + 1;
+    }
     return 0;
 }
 
@@ -290,11 +295,7 @@ static int store_open(Putter *self)
     Py_DECREF(v);
     if (w <= 0)
         return w;
-    PyObject *cfg = PyObject_GetAttr(self->store, s_config);
-    if (cfg == NULL)
-        return -1;
-    v = PyObject_GetAttr(cfg, s_broker_role);
-    Py_DECREF(cfg);
+    v = PyObject_GetAttr(self->config, s_broker_role);
     if (v == NULL)
         return -1;
     int slave = v == self->slave_role;
@@ -722,9 +723,16 @@ done:
 
 static PyObject *run_locked(Putter *self, Work *w)
 {
-    PyObject *key = PyTuple_Pack(2, w->topic, w->queue_id);
-    if (key == NULL)
-        return NULL;
+    /* the topic-queue table's key (topic, queue id); the last one is reused when the same objects come again */
+    PyObject *key = self->last_key;
+    if (key != NULL && PyTuple_GET_ITEM(key, 0) == w->topic && PyTuple_GET_ITEM(key, 1) == w->queue_id) {
+        Py_INCREF(key);
+    } else {
+        key = PyTuple_Pack(2, w->topic, w->queue_id);
+        if (key == NULL)
+            return NULL;
+        Py_XSETREF(self->last_key, Py_NewRef(key));
+    }
     PyObject *got = PyObject_CallOneArg(self->acquire, Py_False);
     if (got == NULL) {
         Py_DECREF(key);
@@ -1074,7 +1082,7 @@ done:
 
 #define PUTTER_OBJECTS(X) X(store) X(commit_log) X(queue) X(good_topics) X(acquire) X(release) X(clock) \
     X(default_host) X(addr_cache) X(wakeup) X(finish) X(next_file) X(slave_role) X(record) X(counts) \
-    X(put_ok) X(append_ok) X(end_of_file) X(unknown_error) X(empty) X(zero)
+    X(put_ok) X(append_ok) X(end_of_file) X(unknown_error) X(empty) X(zero) X(config) X(last_key)
 #define PUTTER_TYPES(X) X(msg_type) X(batch_type) X(item_type) X(addr_type) X(append_type) X(put_type)
 
 static int Putter_traverse(Putter *self, visitproc visit, void *arg)
@@ -1151,6 +1159,8 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kw)
     self->append_ok = Py_NewRef(PyTuple_GET_ITEM(statuses, 1));
     self->end_of_file = Py_NewRef(PyTuple_GET_ITEM(statuses, 2));
     self->unknown_error = Py_NewRef(PyTuple_GET_ITEM(statuses, 3));
+    if ((self->config = PyObject_GetAttr(self->store, s_config)) == NULL)
+        return -1;
     if ((self->empty = PyUnicode_FromString("")) == NULL || (self->zero = PyLong_FromLong(0)) == NULL ||
         (self->counts = PyDict_New()) == NULL)
         return -1;
