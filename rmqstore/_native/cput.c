@@ -367,7 +367,7 @@ static PyObject *new_slots(PyTypeObject *tp, const Py_ssize_t *offs, PyObject **
 /* AppendMessageResult(status, wrote_offset, wrote_bytes, None, store_ts, logics, msg_num, 0,
  *                     store_host=host, offsets=offsets) -- steals offsets */
 static PyObject *append_result(Putter *self, PyObject *status, long long wrote_offset, long long wrote_bytes,
-                               PyObject *msg_id, long long store_ts, long long logics, long long msg_num,
+                               PyObject *msg_id, PyObject *store_ts, long long logics, long long msg_num,
                                PyObject *host, PyObject *offsets)
 {
     PyObject *v[A_COUNT];
@@ -376,7 +376,7 @@ static PyObject *append_result(Putter *self, PyObject *status, long long wrote_o
     v[A_WROTE_BYTES] = PyLong_FromLongLong(wrote_bytes);
     v[A_MSG_ID] = Py_NewRef(msg_id);
     v[A_STORE_HOST] = Py_NewRef(host);
-    v[A_STORE_TS] = PyLong_FromLongLong(store_ts);
+    v[A_STORE_TS] = Py_NewRef(store_ts);
     v[A_LOGICS] = PyLong_FromLongLong(logics);
     v[A_MSG_NUM] = PyLong_FromLongLong(msg_num);
     v[A_PAGECACHE_RT] = Py_NewRef(self->zero);
@@ -557,28 +557,26 @@ static int find_target(Putter *self, Target *t, PyObject *blank_result, long lon
     return 1;
 }
 
-static int advance(Target *t, long long new_pos, long long store_ts)
+static int advance(Target *t, long long new_pos, PyObject *ts)
 {
     PyObject *p = PyLong_FromLongLong(new_pos);
-    PyObject *ts = PyLong_FromLongLong(store_ts);
-    int r = (p == NULL || ts == NULL || PyObject_SetAttr(t->mf, s_wrote_position, p) < 0 ||
+    int r = (p == NULL || PyObject_SetAttr(t->mf, s_wrote_position, p) < 0 ||
              PyObject_SetAttr(t->mf, s_store_timestamp, ts) < 0) ? -1 : 0;
     Py_XDECREF(p);
-    Py_XDECREF(ts);
     return r;
 }
 
 /* the rest of the file as one blank record (the END_OF_FILE of do_append) */
-static PyObject *write_blank(Putter *self, Target *t, long long store_ts)
+static PyObject *write_blank(Putter *self, Target *t, PyObject *ts)
 {
     long long max_blank = self->file_size - t->pos;
     unsigned char *p = (unsigned char *)t->view.buf + t->pos;
     if (max_blank > 8)
         memset(p + 8, 0, (size_t)(max_blank - 8));
     write_head(p, (int32_t)max_blank, RMQ_BLANK_MAGIC_CODE);
-    if (advance(t, self->file_size, store_ts) < 0)
+    if (advance(t, self->file_size, ts) < 0)
         return NULL;
-    return append_result(self, self->end_of_file, t->from + t->pos, max_blank, self->empty, store_ts, 0, 0,
+    return append_result(self, self->end_of_file, t->from + t->pos, max_blank, self->empty, ts, 0, 0,
                          Py_None, NULL);
 }
 
@@ -631,13 +629,12 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
         Py_XDECREF(ts);
         return NULL;
     }
-    Py_DECREF(ts);
     PyObject *table = PyObject_GetAttr(self->commit_log, s_topic_queue_table);
-    if (table == NULL)
-        return NULL;
-    if (!PyDict_Check(table)) {
-        Py_DECREF(table);
-        PyErr_SetString(PyExc_TypeError, "topic_queue_table is not a dict");
+    if (table == NULL || !PyDict_Check(table)) {
+        if (table != NULL)
+            PyErr_SetString(PyExc_TypeError, "topic_queue_table is not a dict");
+        Py_XDECREF(table);
+        Py_DECREF(ts);
         return NULL;
     }
     Target t = {{0}, NULL, 0, 0};
@@ -653,7 +650,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
         }
         if (w->length + BLANK_MIN > self->file_size - t.pos) {
             Py_XDECREF(blank);
-            blank = write_blank(self, &t, store_ts);
+            blank = write_blank(self, &t, ts);
             target_release(&t);
             if (blank == NULL)
                 goto done;
@@ -687,7 +684,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
             rel += rc->length;
         }
         write_head(base, (int32_t)w->recs[0].length, RMQ_MESSAGE_MAGIC_CODE);
-        if (advance(&t, t.pos + w->length, store_ts) < 0) {
+        if (advance(&t, t.pos + w->length, ts) < 0) {
             Py_XDECREF(offsets);
             goto done;
         }
@@ -700,7 +697,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
             }
             Py_DECREF(next);
         }
-        ar = append_result(self, self->append_ok, wrote, w->length, Py_None, store_ts, qo, w->n, w->h.host.addr,
+        ar = append_result(self, self->append_ok, wrote, w->length, Py_None, ts, qo, w->n, w->h.host.addr,
                            offsets);
         if (ar != NULL)
             result = put_result(self, self->put_ok, ar, self->empty);
@@ -718,6 +715,7 @@ done:
     target_release(&t);
     Py_XDECREF(blank);
     Py_DECREF(table);
+    Py_DECREF(ts);
     return result;
 }
 
