@@ -25,6 +25,14 @@ no room for answers CREATE_MAPEDFILE_FAILED naming the disk (``MappedFileQueue.c
 and the next put tries again: once space returns, puts go on.  A flush or commit the disk
 refuses makes the store not writeable through ``on_io_error`` (:mod:`rmqstore.flush`).
 
+The compiled put.  :mod:`rmqstore.native_put` runs the common case of this whole path --
+encode, lock, file, blank and retry, offsets, results -- in one C call
+(``rmqstore/_native/cput.c``) under the same put lock, which it only tries: a Python writer
+inside the lock (a traced put, a replay, a slave's ``append_data``, a blank of a replay)
+sends the put here instead.  A new file comes from :meth:`CommitLog.next_file_for_put`.  It
+writes a record's bytes from byte 8 on first and its size and magic last, in one store, so
+a kill -9 never leaves a half record whose head claims it whole.
+
 Replay.  A :class:`~rmqstore.message.Message` with ``store_timestamp`` set is a stored
 record being written again (``rmqstore load``, which goes through
 ``MessageStore.replay_message``; ``put_message`` refuses such a message): it keeps its
