@@ -97,7 +97,9 @@ static const char *PUT_SLOTS[P_COUNT] = {"status", "append_result", "message"};
 typedef struct {
     PyObject_HEAD
     PyObject *store, *commit_log, *queue, *good_topics, *acquire, *release, *clock, *default_host,
-        *addr_cache, *wakeup, *finish, *next_file, *slave_role, *record, *counts, *config, *last_key;
+        *addr_cache, *wakeup, *finish, *next_file, *slave_role, *record, *counts, *config, *last_key, *table,
+        *last_mf, *last_mapped;
+    long long last_from;
     PyTypeObject *msg_type, *batch_type, *item_type, *addr_type, *append_type, *put_type;
     PyObject *put_ok, *append_ok, *end_of_file, *unknown_error, *empty, *zero;
     Py_ssize_t msg_off[M_COUNT], batch_off[B_COUNT], item_off[I_COUNT], append_off[A_COUNT], put_off[P_COUNT];
@@ -525,14 +527,22 @@ static int find_target(Putter *self, Target *t, PyObject *blank_result, long lon
             return -1;
         }
     }
-    if (attr_int(mf, s_file_from_offset, &t->from) < 0) {
-        Py_DECREF(mf);
-        return -1;
+    if (mf != self->last_mf) { /* a file's start offset and mapping never change: read once */
+        long long from;
+        PyObject *mapped;
+        if (attr_int(mf, s_file_from_offset, &from) < 0 || (mapped = PyObject_GetAttr(mf, s_mapped)) == NULL) {
+            Py_DECREF(mf);
+            return -1;
+        }
+        Py_XSETREF(self->last_mapped, mapped);
+        Py_XSETREF(self->last_mf, Py_NewRef(mf));
+        self->last_from = from;
     }
+    t->from = self->last_from;
     PyObject *buf = PyObject_GetAttr(mf, s_write_buffer);
     if (buf == Py_None) {
         Py_DECREF(buf);
-        buf = PyObject_GetAttr(mf, s_mapped);
+        buf = Py_NewRef(self->last_mapped);
     }
     if (buf == NULL) {
         Py_DECREF(mf);
@@ -629,14 +639,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
         Py_XDECREF(ts);
         return NULL;
     }
-    PyObject *table = PyObject_GetAttr(self->commit_log, s_topic_queue_table);
-    if (table == NULL || !PyDict_Check(table)) {
-        if (table != NULL)
-            PyErr_SetString(PyExc_TypeError, "topic_queue_table is not a dict");
-        Py_XDECREF(table);
-        Py_DECREF(ts);
-        return NULL;
-    }
+    PyObject *table = Py_NewRef(self->table); /* (updated in place, never replaced) */
     Target t = {{0}, NULL, 0, 0};
     PyObject *blank = NULL, *result = NULL, *ar = NULL;
     for (int attempt = 0; attempt < 2; attempt++) {
@@ -1080,7 +1083,7 @@ done:
 
 #define PUTTER_OBJECTS(X) X(store) X(commit_log) X(queue) X(good_topics) X(acquire) X(release) X(clock) \
     X(default_host) X(addr_cache) X(wakeup) X(finish) X(next_file) X(slave_role) X(record) X(counts) \
-    X(put_ok) X(append_ok) X(end_of_file) X(unknown_error) X(empty) X(zero) X(config) X(last_key)
+    X(put_ok) X(append_ok) X(end_of_file) X(unknown_error) X(empty) X(zero) X(config) X(last_key) X(table) X(last_mf) X(last_mapped)
 #define PUTTER_TYPES(X) X(msg_type) X(batch_type) X(item_type) X(addr_type) X(append_type) X(put_type)
 
 static int Putter_traverse(Putter *self, visitproc visit, void *arg)
@@ -1157,8 +1160,13 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kw)
     self->append_ok = Py_NewRef(PyTuple_GET_ITEM(statuses, 1));
     self->end_of_file = Py_NewRef(PyTuple_GET_ITEM(statuses, 2));
     self->unknown_error = Py_NewRef(PyTuple_GET_ITEM(statuses, 3));
-    if ((self->config = PyObject_GetAttr(self->store, s_config)) == NULL)
+    if ((self->config = PyObject_GetAttr(self->store, s_config)) == NULL ||
+        (self->table = PyObject_GetAttr(self->commit_log, s_topic_queue_table)) == NULL)
         return -1;
+    if (!PyDict_CheckExact(self->table)) {
+        PyErr_SetString(PyExc_TypeError, "topic_queue_table must be a dict");
+        return -1;
+    }
     if ((self->empty = PyUnicode_FromString("")) == NULL || (self->zero = PyLong_FromLong(0)) == NULL ||
         (self->counts = PyDict_New()) == NULL)
         return -1;
