@@ -6,7 +6,9 @@ one (``StoreConfig(native=False)``), in the same run; the table shows the median
 ratio, and a raw baseline measured in the same run: the same records, pre-encoded, appended
 to a buffered file (the cost of the bytes alone, with no store logic).  The ASYNC_FLUSH cases
 run a second time with the reput service paused ("reput paused": dispatch to the consume
-queues and the index stopped, so the put path has the GIL to itself).
+queues and the index stopped, so the put path has the GIL to itself).  The last two columns
+are the writer threads' own CPU time per message (``time.thread_time``), which a machine
+shared with other work inflates far less than the wall-clock rates.
 
     python bench/put.py                      # full run (about 2-4 minutes on 2 cores)
     python bench/put.py --quick              # smaller counts, for a smoke check
@@ -49,13 +51,16 @@ def run_threads(put, work: list[list]) -> tuple[float, list]:
     to the last put, and the results that were not PUT_OK."""
     barrier = threading.Barrier(len(work) + 1)
     failures = []
+    cpu = []
 
     def worker(items):
         barrier.wait()
+        c0 = time.thread_time()
         for item in items:
             r = put(item)
             if r.status.name != "PUT_OK":
                 failures.append(r)
+        cpu.append(time.thread_time() - c0)
 
     threads = [threading.Thread(target=worker, args=(w,)) for w in work]
     for t in threads:
@@ -64,11 +69,13 @@ def run_threads(put, work: list[list]) -> tuple[float, list]:
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, failures
+    dt = time.perf_counter() - t0
+    MODE["cpu_share"] = sum(cpu) / dt  # the writers' CPU seconds per second: what the load left them
+    return dt, failures
 
 
 #: the path and the reput service of the runs being made (set by main for each column)
-MODE = {"native": True, "reput": True}
+MODE: dict = {"native": True, "reput": True, "cpu_share": 1.0}
 
 
 def _timed(flush: str, work: list[list], put_name: str) -> float:
@@ -142,7 +149,8 @@ def main(argv=None) -> int:
     ]
     rows = []
     raw_median = None
-    print(f"{'case':50s} {'native':>11s} {'pure':>10s} {'n/p':>6s} {'vs raw':>7s} {'target':>10s}")
+    print(f"{'case':50s} {'native':>11s} {'pure':>10s} {'n/p':>6s} {'vs raw':>7s} {'target':>10s} {'':6s} "
+          f"{'cpu us/msg native, pure':>14s}")
     for name, fn, target in cases:
         if raw_median is None:
             values = [fn() for _ in range(repeat)]
@@ -153,17 +161,26 @@ def main(argv=None) -> int:
         for reput in ((True, False) if "ASYNC" in name else (True,)):
             MODE["reput"] = reput
             label = name if reput else f"{name}, reput paused"
-            runs = {}
+            runs: dict[str, list] = {}
+            cpu: dict[str, list] = {}
             for native in (True, False):
                 MODE["native"] = native
-                runs["native" if native else "pure"] = [fn() for _ in range(repeat)]
+                key = "native" if native else "pure"
+                runs[key], cpu[key] = [], []
+                for _ in range(repeat):
+                    rate = fn()
+                    runs[key].append(rate)
+                    cpu[key].append(MODE["cpu_share"] / rate * 1e6)  # the writers' CPU us per message
             med = {k: statistics.median(v) for k, v in runs.items()}
+            cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
             met = "" if target is None else ("met" if med["native"] >= target else "MISSED")
             print(f"{label:50s} {med['native']:11,.0f} {med['pure']:10,.0f} {med['native'] / med['pure']:6.2f} "
-                  f"{med['native'] / raw_median:7.2f} {(f'{target:,}' if target else ''):>10s} {met}", flush=True)
+                  f"{med['native'] / raw_median:7.2f} {(f'{target:,}' if target else ''):>10s} {met:6s} "
+                  f"{cpu_med['native']:6.2f} {cpu_med['pure']:6.2f}", flush=True)
             rows.append({"case": label, "median": med["native"], "pure_median": med["pure"],
                          "runs": runs["native"], "pure_runs": runs["pure"], "native_to_pure": med["native"] / med["pure"],
-                         "ratio_to_raw": med["native"] / raw_median, "target": target})
+                         "ratio_to_raw": med["native"] / raw_median, "target": target,
+                         "cpu_us_per_msg": cpu_med["native"], "pure_cpu_us_per_msg": cpu_med["pure"]})
     MODE.update(native=True, reput=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
