@@ -186,6 +186,30 @@ def test_every_flush_mode_and_lock_gives_the_same(config):
         assert native_ok == (0 if "flush_disk_type" in config else len(ops) - 1)  # (sync: counted in Python)
 
 
+def test_a_file_that_cannot_be_made_is_answered_alike():
+    """After an END_OF_FILE blank the next file cannot be made: CREATE_MAPEDFILE_FAILED carrying the blank,
+    counted alike; once files can be made again the puts go on, alike."""
+    out = []
+    for native_on in (False, True):
+        with tempfile.TemporaryDirectory() as root:
+            store = _store(root, native_on, 1024)
+            queue = store.commit_log.mapped_file_queue
+            try:
+                results = [_result(store.put_message(_plain(i)[1])) for i in range(3)]
+                queue.read_only = True  # (no new file from here on)
+                results += [_result(store.put_message(_plain(i)[1])) for i in range(3, 7)]
+                queue.read_only = False
+                results += [_result(store.put_message(_plain(i)[1])) for i in range(7, 10)]
+            finally:
+                store.shutdown()
+            out.append((results, _files(root), _stats(store)))
+    assert out[1] == out[0]
+    statuses = [r[0].name for r in out[1][0]]
+    assert "CREATE_MAPEDFILE_FAILED" in statuses and statuses[-1] == "PUT_OK"
+    failed = next(r for r in out[1][0] if r[0].name == "CREATE_MAPEDFILE_FAILED")
+    assert failed[2][0].name == "END_OF_FILE"  # the blank written before the failed file
+
+
 def test_a_tracer_or_a_python_writer_in_the_lock_sends_the_put_to_the_pure_path(tmp_path):
     store = _store(str(tmp_path), True, 65536)
     try:
