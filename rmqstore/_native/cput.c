@@ -580,6 +580,11 @@ static int advance(Target *t, long long new_pos, PyObject *ts)
 static PyObject *write_blank(Putter *self, Target *t, PyObject *ts)
 {
     long long max_blank = self->file_size - t->pos;
+    if (max_blank < BLANK_MIN) { /* a position no append leaves (every record leaves 8 bytes behind it) */
+        PyErr_Format(PyExc_ValueError, "no room for a blank record at position %lld of a %lld-byte file",
+                     t->pos, self->file_size);
+        return NULL;
+    }
     unsigned char *p = (unsigned char *)t->view.buf + t->pos;
     if (max_blank > 8)
         memset(p + 8, 0, (size_t)(max_blank - 8));
