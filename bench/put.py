@@ -1,9 +1,14 @@
 """Put-path throughput: single and batch puts, async and sync flush, 1..N threads.
 
 Prints a table and writes JSON (``--json PATH``).  Every configuration runs ``--repeat``
-times in a fresh store; the table shows the median, and a raw baseline measured in the
-same run: the same records, pre-encoded, appended to a buffered file (the cost of the
-bytes alone, with no store logic).
+times in a fresh store, through the compiled put (``native``) and through the pure-Python
+one (``StoreConfig(native=False)``), in the same run; the table shows the medians, their
+ratio, and a raw baseline measured in the same run: the same records, pre-encoded, appended
+to a buffered file (the cost of the bytes alone, with no store logic).  The ASYNC_FLUSH cases
+run a second time with the reput service paused ("reput paused": dispatch to the consume
+queues and the index stopped, so the put path has the GIL to itself).  The last two columns
+are the writer threads' own CPU time per message (``time.thread_time``), which a machine
+shared with other work inflates far less than the wall-clock rates.
 
     python bench/put.py                      # full run (about 2-4 minutes on 2 cores)
     python bench/put.py --quick              # smaller counts, for a smoke check
@@ -31,10 +36,13 @@ PROPS = "TAGS\x01TagA\x02KEYS\x01order-1\x02UNIQ_KEY\x017F0000013DBD5FFD2B276CF8
 FILE_SIZE = 64 * 1024 * 1024
 
 
-def make_store(root: str, flush: str) -> MessageStore:
-    cfg = StoreConfig(mapped_file_size_commit_log=FILE_SIZE, flush_disk_type=flush)
+def make_store(root: str, flush: str, native: bool = True, reput: bool = True) -> MessageStore:
+    cfg = StoreConfig(mapped_file_size_commit_log=FILE_SIZE, flush_disk_type=flush, native=native)
     store = MessageStore(root, cfg)
     store.start()
+    if not reput:
+        # paused: do_reput answers at once while a failure is set (and shutdown does not wait for it)
+        store.reput_message_service.failure = "paused by bench/put.py"
     return store
 
 
@@ -43,13 +51,16 @@ def run_threads(put, work: list[list]) -> tuple[float, list]:
     to the last put, and the results that were not PUT_OK."""
     barrier = threading.Barrier(len(work) + 1)
     failures = []
+    cpu = []
 
     def worker(items):
         barrier.wait()
+        c0 = time.thread_time()
         for item in items:
             r = put(item)
             if r.status.name != "PUT_OK":
                 failures.append(r)
+        cpu.append(time.thread_time() - c0)
 
     threads = [threading.Thread(target=worker, args=(w,)) for w in work]
     for t in threads:
@@ -58,13 +69,19 @@ def run_threads(put, work: list[list]) -> tuple[float, list]:
     t0 = time.perf_counter()
     for t in threads:
         t.join()
-    return time.perf_counter() - t0, failures
+    dt = time.perf_counter() - t0
+    MODE["cpu_share"] = sum(cpu) / dt  # the writers' CPU seconds per second: what the load left them
+    return dt, failures
+
+
+#: the path and the reput service of the runs being made (set by main for each column)
+MODE: dict = {"native": True, "reput": True, "cpu_share": 1.0}
 
 
 def _timed(flush: str, work: list[list], put_name: str) -> float:
     """Run one thread per work list against a fresh store; seconds from start barrier to last put."""
     root = tempfile.mkdtemp(prefix="rmqbench-")
-    store = make_store(root, flush)
+    store = make_store(root, flush, MODE["native"], MODE["reput"])
     dt, failures = run_threads(getattr(store, put_name), work)
     store.shutdown()
     shutil.rmtree(root, ignore_errors=True)
@@ -120,7 +137,7 @@ def main(argv=None) -> int:
     n_batch = int(640_000 * scale)
     cases = [
         ("raw buffered append (baseline)", lambda: run_raw(n_batch), None),
-        ("single put, ASYNC_FLUSH, 1 thread", lambda: run_single("ASYNC_FLUSH", 1, n_async), 250_000),
+        ("single put, ASYNC_FLUSH, 1 thread", lambda: run_single("ASYNC_FLUSH", 1, n_async), 450_000),
         ("single put, ASYNC_FLUSH, 4 threads", lambda: run_single("ASYNC_FLUSH", 4, n_async), None),
         ("single put, SYNC_FLUSH, 1 thread", lambda: run_single("SYNC_FLUSH", 1, n_sync // 4), None),
         ("single put, SYNC_FLUSH, 4 threads", lambda: run_single("SYNC_FLUSH", 4, n_sync), None),
@@ -132,20 +149,43 @@ def main(argv=None) -> int:
     ]
     rows = []
     raw_median = None
-    print(f"{'case':42s} {'median msgs/s':>14s} {'min':>10s} {'max':>10s} {'vs raw':>7s} {'target':>10s}")
+    print(f"{'case':50s} {'native':>11s} {'pure':>10s} {'n/p':>6s} {'vs raw':>7s} {'target':>10s} {'':6s} "
+          f"{'cpu us/msg native, pure':>14s}")
     for name, fn, target in cases:
-        values = [fn() for _ in range(repeat)]
-        med = statistics.median(values)
         if raw_median is None:
-            raw_median = med
-        ratio = med / raw_median
-        met = "" if target is None else ("met" if med >= target else "MISSED")
-        print(f"{name:42s} {med:14,.0f} {min(values):10,.0f} {max(values):10,.0f} {ratio:7.2f} "
-              f"{(f'{target:,}' if target else ''):>10s} {met}", flush=True)
-        rows.append({"case": name, "median": med, "runs": values, "ratio_to_raw": ratio, "target": target})
+            values = [fn() for _ in range(repeat)]
+            raw_median = statistics.median(values)
+            print(f"{name:50s} {raw_median:11,.0f}", flush=True)
+            rows.append({"case": name, "median": raw_median, "runs": values})
+            continue
+        for reput in ((True, False) if "ASYNC" in name else (True,)):
+            MODE["reput"] = reput
+            label = name if reput else f"{name}, reput paused"
+            runs: dict[str, list] = {}
+            cpu: dict[str, list] = {}
+            for native in (True, False):
+                MODE["native"] = native
+                key = "native" if native else "pure"
+                runs[key], cpu[key] = [], []
+                for _ in range(repeat):
+                    rate = fn()
+                    runs[key].append(rate)
+                    cpu[key].append(MODE["cpu_share"] / rate * 1e6)  # the writers' CPU us per message
+            med = {k: statistics.median(v) for k, v in runs.items()}
+            cpu_med = {k: statistics.median(v) for k, v in cpu.items()}
+            met = "" if target is None else ("met" if med["native"] >= target else "MISSED")
+            print(f"{label:50s} {med['native']:11,.0f} {med['pure']:10,.0f} {med['native'] / med['pure']:6.2f} "
+                  f"{med['native'] / raw_median:7.2f} {(f'{target:,}' if target else ''):>10s} {met:6s} "
+                  f"{cpu_med['native']:6.2f} {cpu_med['pure']:6.2f}", flush=True)
+            rows.append({"case": label, "median": med["native"], "pure_median": med["pure"],
+                         "runs": runs["native"], "pure_runs": runs["pure"], "native_to_pure": med["native"] / med["pure"],
+                         "ratio_to_raw": med["native"] / raw_median, "target": target,
+                         "cpu_us_per_msg": cpu_med["native"], "pure_cpu_us_per_msg": cpu_med["pure"]})
+    MODE.update(native=True, reput=True)
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
-        json.dump({"python": sys.version, "cpus": os.cpu_count(), "repeat": repeat, "file_size": FILE_SIZE,
+        json.dump({"python": sys.version, "cpus": os.cpu_count(), "load": os.getloadavg(), "repeat": repeat,
+                   "file_size": FILE_SIZE,
                    "body_bytes": len(BODY), "rows": rows}, f, indent=1)
     print(f"wrote {args.json}")
     return 0

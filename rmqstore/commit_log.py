@@ -25,6 +25,14 @@ no room for answers CREATE_MAPEDFILE_FAILED naming the disk (``MappedFileQueue.c
 and the next put tries again: once space returns, puts go on.  A flush or commit the disk
 refuses makes the store not writeable through ``on_io_error`` (:mod:`rmqstore.flush`).
 
+The compiled put.  :mod:`rmqstore.native_put` runs the common case of this whole path --
+encode, lock, file, blank and retry, offsets, results -- in one C call
+(``rmqstore/_native/cput.c``) under the same put lock, which it only tries: a Python writer
+inside the lock (a traced put, a replay, a slave's ``append_data``, a blank of a replay)
+sends the put here instead.  A new file comes from :meth:`CommitLog.next_file_for_put`.  It
+writes a record's bytes from byte 8 on first and its size and magic last, in one store, so
+a kill -9 never leaves a half record whose head claims it whole.
+
 Replay.  A :class:`~rmqstore.message.Message` with ``store_timestamp`` set is a stored
 record being written again (``rmqstore load``, which goes through
 ``MessageStore.replay_message``; ``put_message`` refuses such a message): it keeps its
@@ -57,7 +65,7 @@ from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT
                       TRANSACTION_ROLLBACK_TYPE)
 
 __all__ = ["CommitLog", "EncodedMessage", "EncodedBatch", "PutMessageSpinLock", "DIFFERENCES",
-           "SCHEDULE_TOPIC", "MessageEncoder"]
+           "SCHEDULE_TOPIC", "MessageEncoder", "wall_clock_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -105,11 +113,21 @@ _NO_QUEUE_ADVANCE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
 
 
+def wall_clock_ms() -> int:
+    """The store's default clock: milliseconds since the epoch (the compiled put reads the same clock itself)."""
+    return time.time_ns() // 1_000_000
+
+
 class PutMessageSpinLock:
     """RocketMQ's spin put lock: try, and yield the processor while another writer holds it."""
 
     def __init__(self):
         self._lock = threading.Lock()
+
+    @property
+    def raw_lock(self):
+        """The lock underneath, which the compiled put tries without blocking (rmqstore.native_put)."""
+        return self._lock
 
     def acquire(self):
         lock = self._lock
@@ -210,7 +228,7 @@ class CommitLog:
     def __init__(self, store_path: str, config, *, clock=None, allocate_service=None,
                  transient_store_pool=None, read_only: bool = False):
         self.config = config
-        self.clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self.clock = clock or wall_clock_ms
         self.mapped_file_queue = MappedFileQueue(store_path, config.mapped_file_size_commit_log,
                                                  allocate_service, read_only=read_only,
                                                  transient_store_pool=transient_store_pool)
@@ -359,6 +377,16 @@ class CommitLog:
             return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result,
                                     f"append ended with {result.status.name}")
         return PutMessageResult(PutMessageStatus.PUT_OK, result)
+
+    def next_file_for_put(self, blank_result: AppendMessageResult | None = None):
+        """The compiled put's new file (under its put lock): the file to append to, or the
+        CREATE_MAPEDFILE_FAILED answer when none can be made (after ``blank_result``, the next one)."""
+        queue = self.mapped_file_queue
+        mf = queue.get_last_mapped_file(0)
+        if mf is not None:
+            return mf
+        what = "the next commitlog file" if blank_result is not None else "a commitlog file"
+        return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, blank_result, _create_failed(what, queue))
 
     def _check_recorded_queue_offset(self, enc: EncodedMessage) -> PutMessageResult | None:
         """A replayed record's queue offset must be the one the store gives it now (under the lock)."""

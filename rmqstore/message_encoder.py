@@ -75,7 +75,8 @@ class MessageEncoder:
         self.max_message_size = max_message_size
         self.max_record_size = max_message_size + 64 * 1024
         self.default_store_host = default_store_host
-        self._addr_cache: dict = {}
+        #: host strings already parsed (the compiled put reads it too): str -> Address
+        self.addr_cache: dict = {}
         self._topic_cache: dict = {}
         self._headers = {(b, st): message_header_struct(b, st) for b in (False, True) for st in (False, True)}
 
@@ -84,11 +85,11 @@ class MessageEncoder:
         if value is None:
             return self.default_store_host
         try:
-            return self._addr_cache[value]
+            return self.addr_cache[value]
         except (KeyError, TypeError):
             addr = socket_address(value)
-            if isinstance(value, str) and len(self._addr_cache) < 4096:
-                self._addr_cache[value] = addr
+            if isinstance(value, str) and len(self.addr_cache) < 4096:
+                self.addr_cache[value] = addr
             return addr
 
     def _topic_part(self, topic: str):

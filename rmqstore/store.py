@@ -49,11 +49,11 @@ from typing import Callable
 
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
-from .commit_log import CommitLog
+from .commit_log import CommitLog, wall_clock_ms
 from .consume_queue import ConsumeQueue, consume_queue_ids
 from .dispatch import ReputMessageService, builds_consume_queue
 from .index import IndexService
-from . import recovery
+from . import native_put, recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitService,
@@ -121,7 +121,7 @@ class MessageStore(PutPath, StoreLock):
         elif overrides:
             raise TypeError("pass either a StoreConfig or keyword overrides, not both")
         self.config = config
-        self.clock = clock or (lambda: time.time_ns() // 1_000_000)
+        self.clock = clock or wall_clock_ms
         self.topic_queue_nums = dict(topic_queue_nums or {})
         self._good_topics: dict[str, int] = {}  # topics already checked -> queue id limit
         self.transient_store_pool = None
@@ -154,6 +154,7 @@ class MessageStore(PutPath, StoreLock):
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
         self._async_pool: ThreadPoolExecutor | None = None
         self._async_pool_lock = threading.Lock()
+        self._putter = None  # the compiled put, made by start() (rmqstore.native_put)
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
         self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
         #: called from the reput thread after each consume-queue unit: (topic, queue id, new max offset);
@@ -251,6 +252,8 @@ class MessageStore(PutPath, StoreLock):
         self.shutdown_flag = False
         if self.ha_service is not None:
             self.ha_service.start()
+        self._putter = native_put.make_putter(self)
+        self.stats.native = self._putter.counters if self._putter is not None else None
         self._started = True
 
     def close(self) -> None:

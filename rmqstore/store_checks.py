@@ -173,6 +173,8 @@ class PutChecks:
                         break
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
+        if len(self._good_topics) < 100_000:  # (the compiled batch put takes only checked topics)
+            self._good_topics[batch.topic] = self.topic_queue_nums.get(batch.topic, MAX_QUEUE_ID + 1)
         return None
 
 

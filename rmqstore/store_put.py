@@ -15,6 +15,9 @@ and then, before the result goes back:
 
 Every put, refused or not, is counted in :class:`StoreStats`.  With a tracer set
 (:mod:`rmqstore.trace`) each stage is an event; without one the path pays nothing for it.
+Without a tracer the common case goes through the compiled put first
+(:mod:`rmqstore.native_put`): one C call for the checks, the encoding, the append, the
+wake-up and the counting; whatever it declines runs here, unchanged.
 The async forms hand the wait to a small pool only when there is something to wait for.
 :class:`PutPath` is a mixin of :class:`~rmqstore.store.MessageStore`; the attributes it
 reads are declared on it.
@@ -23,6 +26,7 @@ reads are declared on it.
 from __future__ import annotations
 
 import threading
+from typing import Any, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter as _perf
 
@@ -48,10 +52,17 @@ def _bucket(elapsed_ms: float) -> int:
 
 
 class StoreStats:
-    """Put statistics (a slice of RocketMQ's StoreStatsService)."""
+    """Put statistics (a slice of RocketMQ's StoreStatsService).
+
+    Two sets of counters: these, which the pure path updates under a lock, and the compiled
+    put's own (``native``: a function answering them, :mod:`rmqstore.native_put`), which it
+    updates while it holds the GIL; :meth:`snapshot` adds the two.
+    """
 
     def __init__(self):
         self._lock = threading.Lock()
+        #: the compiled put's counters (``Putter.counters``), or None
+        self.native: Callable[[], dict] | None = None
         self.put_message_times_total: dict[str, int] = {}
         self.put_message_size_total: dict[str, int] = {}
         self.put_message_failed_times = 0
@@ -75,16 +86,32 @@ class StoreStats:
             self.put_message_distribute_time[i] += 1
 
     def snapshot(self) -> dict:
+        native = self.native() if self.native is not None else None
         with self._lock:
-            return {
-                "putMessageTimesTotal": sum(self.put_message_times_total.values()),
-                "putMessageSizeTotal": sum(self.put_message_size_total.values()),
-                "putMessageFailedTimes": self.put_message_failed_times,
-                "putMessageEntireTimeMax": self.put_message_entire_time_max,
-                "putMessageDistributeTime": list(self.put_message_distribute_time),
-                "byTopic": dict(self.put_message_times_total),
-                "statusCounts": dict(self.status_counts),
-            }
+            times = dict(self.put_message_times_total)
+            sizes = dict(self.put_message_size_total)
+            status_counts = dict(self.status_counts)
+            dist = list(self.put_message_distribute_time)
+            time_max = self.put_message_entire_time_max
+            failed = self.put_message_failed_times
+        if native is not None:
+            for topic, n in native["times"].items():
+                times[topic] = times.get(topic, 0) + n
+            for topic, n in native["sizes"].items():
+                sizes[topic] = sizes.get(topic, 0) + n
+            if native["ok"]:
+                status_counts["PUT_OK"] = status_counts.get("PUT_OK", 0) + native["ok"]
+            dist = [a + b for a, b in zip(dist, native["dist"])]
+            time_max = max(time_max, native["max_ms"])
+        return {
+            "putMessageTimesTotal": sum(times.values()),
+            "putMessageSizeTotal": sum(sizes.values()),
+            "putMessageFailedTimes": failed,
+            "putMessageEntireTimeMax": time_max,
+            "putMessageDistributeTime": dist,
+            "byTopic": times,
+            "statusCounts": status_counts,
+        }
 
 
 class PutPath(PutChecks):
@@ -98,14 +125,30 @@ class PutPath(PutChecks):
     ha_service: HAService | None
     reput_message_service: ReputMessageService
     _async_pool: ThreadPoolExecutor | None
+    #: the compiled put (rmqstore.native_put), set by start(); None: every put takes the pure path
+    _putter: Any
     _async_pool_lock: threading.Lock
 
     def put_message(self, msg: Message) -> PutMessageResult:
-        """Put one message and wait for what the configuration promises (sync flush, slave)."""
+        """Put one message and wait for what the configuration promises (sync flush, slave).
+
+        The compiled put (:mod:`rmqstore.native_put`) takes the common case in one call; it
+        answers None for anything else -- and always with a tracer set -- and the pure path runs.
+        """
+        putter = self._putter
+        if putter is not None:
+            result = putter.put(msg)
+            if result is not None:
+                return result
         return self._put(msg, self.check_message, self.commit_log.put_message)
 
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
+        putter = self._putter
+        if putter is not None:
+            result = putter.put_batch(batch)
+            if result is not None:
+                return result
         return self._put(batch, self.check_messages, self.commit_log.put_messages)
 
     def replay_message(self, msg: Message) -> PutMessageResult:

@@ -41,7 +41,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # fast_open opens a MessageStore without walking the whole log: an opening mode of the store
     # store_checks, store_put, store_lock: MessageStore's parts (mixins), split along RocketMQ's lines
     ("store", ("rmqstore.store", "rmqstore.store_checks", "rmqstore.store_put", "rmqstore.store_lock",
-               "rmqstore.reading", "rmqstore.lookup", "rmqstore", "rmqstore.fast_open")),
+               "rmqstore.reading", "rmqstore.lookup", "rmqstore", "rmqstore.fast_open",
+               "rmqstore.native_put")),
     ("scan/inspect/verify", (
         "rmqstore.scan", "rmqstore.inspect_store", "rmqstore.verify", "rmqstore.verify.*",
         "rmqstore.replay", "rmqstore.log_browser",

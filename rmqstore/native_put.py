@@ -1,0 +1,79 @@
+"""The compiled put of a started store: one ``rmqstore._cput.Putter``, and what it hands back to Python.
+
+The hard idea
+-------------
+The pure put path is a row of RocketMQ-shaped layers -- ``MessageStore._put`` -> the checks ->
+``CommitLog.put_message`` -> ``MessageEncoder.encode`` -> ``append_encoded`` ->
+``MappedFile.append_message`` -> ``do_append`` -> results -> flush wake-up -> statistics --
+and each layer costs Python calls.  The compiled ``Putter`` does the common case of the same
+row in one C call (``rmqstore/_native/cput.c``), holding the GIL throughout, so no Python
+object it reads can change under it; everything else it declines before touching anything
+(it answers None) and the caller runs the pure path, which words every refusal and does every
+unusual thing: a delay-level rewrite, a replay, a host string not seen before, a tracer set,
+a Python writer inside the put lock.
+
+Its parts are the store's own objects, never copies: the put lock (the lock underneath
+``PutMessageSpinLock`` or the ``RLock``, tried without blocking), the topic-queue table, the
+mapped file queue (a new file comes from :meth:`CommitLog.next_file_for_put`), the clock
+(the wall clock read in C when the store keeps its default), the store's checked topics
+(``_good_topics``: a topic the pure checks passed once), the encoder's cache of parsed hosts.
+
+After the append: with ASYNC_FLUSH (and no SYNC_MASTER) the Putter wakes the flush (or
+commit) service and counts the put in its own counters, which :class:`~rmqstore.store_put.StoreStats`
+adds to its snapshot; otherwise it hands the result to :func:`finish_waits`, which waits for the
+group commit and the slave as the pure path does and counts the put in ``StoreStats``.
+
+Equality with the pure path is proven by ``tests/unit/test_native_put.py``.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+from . import native
+from .commit_log import PutMessageSpinLock, wall_clock_ms
+from .config import BrokerRole, FlushDiskType
+from .message import BatchItem, Message, MessageBatch
+from .record import Address
+from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+
+__all__ = ["make_putter", "finish_waits"]
+
+_PUT_OK = PutMessageStatus.PUT_OK
+
+
+def make_putter(store):
+    """The compiled put of a started ``store``, or None when the pure path runs (not built, switched off)."""
+    mod = native.module("_cput", store.config.native)
+    if mod is None:
+        return None
+    cfg = store.config
+    cl = store.commit_log
+    lock = cl.put_message_lock
+    raw = lock.raw_lock if isinstance(lock, PutMessageSpinLock) else lock
+    waits = cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER
+    service = store.commit_service if store.commit_service is not None else store.flush_service
+    return mod.Putter(
+        store=store, commit_log=cl, queue=cl.mapped_file_queue, good_topics=store._good_topics,
+        acquire=raw.acquire, release=raw.release,
+        clock=None if cl.clock is wall_clock_ms else cl.clock,
+        default_host=cl.encoder.default_store_host, addr_cache=cl.encoder.addr_cache,
+        wakeup=None if waits or service is None else service.wakeup,
+        finish=partial(finish_waits, store) if waits else None,
+        next_file=cl.next_file_for_put, record=store.stats.record, slave_role=BrokerRole.SLAVE,
+        types=(Message, MessageBatch, BatchItem, Address, AppendMessageResult, PutMessageResult),
+        statuses=(_PUT_OK, AppendMessageStatus.PUT_OK, AppendMessageStatus.END_OF_FILE,
+                  PutMessageStatus.UNKNOWN_ERROR),
+        max_message_size=cl.encoder.max_message_size, max_record_size=cl.encoder.max_record_size,
+        file_size=cfg.mapped_file_size_commit_log, max_batch=cfg.max_msgs_num_batch * 1000)
+
+
+def finish_waits(store, result: PutMessageResult, item, begin: float) -> PutMessageResult:
+    """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the waits, then the statistics."""
+    if result.status is _PUT_OK:
+        result = store._wait_flush_and_replica(result, item)
+    ok = result.status is _PUT_OK
+    store.stats.record(item.topic, result, (time.monotonic() - begin) * 1000,
+                       result.append_result.msg_num if ok else 1)
+    return result
