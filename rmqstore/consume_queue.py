@@ -152,6 +152,35 @@ class ConsumeQueue:
         self.max_physic_offset = offset + size
         return mf.append_bytes(_UNIT.pack(offset, size, tags_code))
 
+    def bulk_room(self, first_cq_offset: int, first_end: int) -> int:
+        """How many units, from queue offset ``first_cq_offset`` on, one write may append (the compiled dispatch).
+
+        Units that follow each other (queue offsets one apart, ends growing) are appended by
+        :meth:`put_message_position_info` one after the other at the end of the current file
+        while it has room; that is what one write of them does too.  0 when the first unit
+        must take the unit-by-unit path: a new file (created there, or refused: a full disk),
+        a pre-blank fill, a repeated unit (it ends at or before ``max_physic_offset``), or a
+        queue offset that is not the queue's next one.
+        """
+        if first_end <= self.max_physic_offset:
+            return 0
+        mf = self.mapped_file_queue.get_last_mapped_file()
+        if mf is None or mf.is_full():
+            return 0
+        if first_cq_offset * CQ_STORE_UNIT_SIZE != mf.file_from_offset + mf.wrote_position:
+            return 0
+        if mf.first_create_in_queue and first_cq_offset != 0 and mf.wrote_position == 0:
+            return 0
+        return (mf.file_size - mf.wrote_position) // CQ_STORE_UNIT_SIZE
+
+    def append_units(self, units, last_end: int) -> None:
+        """Append units :meth:`bulk_room` made room for; ``last_end`` is where the last one's message ends."""
+        mf = self.mapped_file_queue.get_last_mapped_file()
+        if mf is None or not mf.append_bytes(units):
+            raise StoreError(f"consume queue {self.topic}-{self.queue_id}: {len(units)} bytes of units do not fit "
+                             "in its last file (bulk_room was not asked)")
+        self.max_physic_offset = last_end
+
     def _fill_pre_blank(self, mf, until_where: int) -> None:
         for _ in range((until_where % self.mapped_file_size) // CQ_STORE_UNIT_SIZE):
             mf.append_bytes(_PRE_BLANK)

@@ -175,6 +175,19 @@ class IndexService:
                     if f is None:
                         return
 
+    def build_index_batch(self, batch, n: int) -> int:
+        """Index the first ``n`` records of a compiled dispatch batch; how many were done.
+
+        The records go into the last file while it has room for each one's keys whole;
+        0 when there is no file or it is full (the pure :meth:`build_index` of the next
+        record creates the next one, as it would have).
+        """
+        files = self.index_files
+        f = files[-1] if files else None
+        if f is None or f.is_write_full() or self.read_only:
+            return 0
+        return f.put_batch(batch, n)
+
     def _put_key(self, f: IndexFile, key: str, req) -> IndexFile | None:
         while not f.put_key(key, req.commit_log_offset, req.store_timestamp):
             f = self.get_and_create_last_index_file()

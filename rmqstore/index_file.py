@@ -157,6 +157,32 @@ class IndexFile:
         self._write_header()  # (RocketMQ writes each field as it changes: the same bytes)
         return True
 
+    def put_batch(self, batch, n: int) -> int:
+        """Index the first ``n`` records of a compiled dispatch batch (:mod:`rmqstore.dispatch`); how many.
+
+        The compiled code writes what :meth:`put_key` writes for each key, record after
+        record, and stops before the first record that finds the file full or whose keys do
+        not all fit: the pure path takes that one (it fills this file and starts the next).
+        The entry pages it may write are reserved first; a disk without room for them does
+        no record here (0), and the pure path meets the full disk at the exact key.
+        """
+        if self.index_count >= self.index_num or self.mapped_file.read_only:
+            return 0
+        keys = min(batch.index_keys(n), self.index_num - self.index_count)
+        if keys > 0:
+            entry_pos = _HEADER.size + self.hash_slot_num * _SLOT + self.index_count * INDEX_ENTRY.size
+            try:
+                self.mapped_file.reserve(entry_pos, keys * INDEX_ENTRY.size, self.mapped_file.RESERVE_AHEAD)
+            except StoreError:
+                return 0
+        done, written, *header = batch.write_index(
+            n, self.buf, self.hash_slot_num, self.index_num, self.begin_timestamp, self.end_timestamp,
+            self.begin_phy_offset, self.end_phy_offset, self.hash_slot_count, self.index_count)
+        if written:
+            (self.begin_timestamp, self.end_timestamp, self.begin_phy_offset, self.end_phy_offset,
+             self.hash_slot_count, self.index_count) = header
+        return done
+
     def is_time_matched(self, begin: int, end: int) -> bool:
         return (begin < self.begin_timestamp and end > self.end_timestamp) or \
             (self.begin_timestamp <= begin <= self.end_timestamp) or \
