@@ -553,12 +553,120 @@ fail:
     return NULL;
 }
 
+/* -- record_facts: what verify's bulk pass needs of a run of records ------------------------
+ *
+ * record_facts(buf, base, start, end) -> (count, stop, starts, max_store_ts, flagged)
+ *
+ * Follows the records of buf from the record boundary `start` up to `end` (a run that
+ * rmqstore._cdispatch.parse has already walked: it only re-reads sizes) and returns, with the
+ * GIL released: how many whole records lie there, the position after the last, their physical
+ * offsets (base + position) as native int64 bytes, the largest STORETIMESTAMP (None: no record),
+ * and the positions (int64 bytes) of the records whose body CRC does not match or whose
+ * PHYSICALOFFSET field names another offset -- the records verify's rules must see one by one.
+ * Every read is checked against `end` and the record's declared size; anything odd stops it.
+ */
+typedef struct {
+    Py_ssize_t count, stop;
+    int64_t max_ts;
+    int64_t *starts, *flagged;
+    Py_ssize_t nflagged, flag_cap;
+    int oom;
+} facts_t;
+
+static void facts_run(const unsigned char *b, Py_ssize_t end, Py_ssize_t pos, int64_t base, facts_t *f)
+{
+    while (pos >= 0 && pos + DEC_HEAD <= end) {
+        const unsigned char *r = b + pos;
+        int64_t total = rmq_get_i32(r + RMQ_POS_TOTALSIZE);
+        int32_t magic = rmq_get_i32(r + RMQ_POS_MAGIC);
+        if ((magic != DEC_MAGIC_V1 && magic != DEC_MAGIC_V2) || total < DEC_MIN_RECORD || total > end - pos)
+            break;
+        int32_t sys_flag = rmq_get_i32(r + RMQ_POS_SYSFLAG);
+        int64_t ts_at = rmq_pos_store_timestamp(sys_flag);
+        int64_t body_at = rmq_pos_body_length(sys_flag) + 4;
+        if (body_at > total)
+            break;
+        int64_t body_len = rmq_get_i32(r + body_at - 4);
+        if (body_len < 0 || body_len > total - body_at)
+            break;
+        int64_t ts = rmq_get_i64(r + ts_at);
+        int64_t crc = (int64_t)(rmq_crc32(0, r + body_at, (size_t)body_len) & 0x7FFFFFFFu);
+        int64_t phys = base + pos;
+        if (crc != (int64_t)rmq_get_i32(r + RMQ_POS_BODYCRC) || rmq_get_i64(r + RMQ_POS_PHYSICALOFFSET) != phys) {
+            if (f->nflagged == f->flag_cap) {
+                Py_ssize_t cap = f->flag_cap ? f->flag_cap * 2 : 64;
+                int64_t *p = realloc(f->flagged, (size_t)cap * sizeof(int64_t));
+                if (p == NULL) {
+                    f->oom = 1;
+                    break;
+                }
+                f->flagged = p;
+                f->flag_cap = cap;
+            }
+            f->flagged[f->nflagged++] = pos;
+        }
+        if (f->count == 0 || ts > f->max_ts)
+            f->max_ts = ts;
+        f->starts[f->count++] = phys;
+        pos += total;
+    }
+    f->stop = pos;
+}
+
+static PyObject *cdecode_record_facts(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long base;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*Lnn:record_facts", &view, &base, &start, &end))
+        return NULL;
+    if (end > view.len)
+        end = view.len;
+    facts_t f = {0};
+    f.stop = start;
+    Py_ssize_t cap = (end > start ? end - start : 0) / DEC_MIN_RECORD + 1;
+    f.starts = malloc((size_t)cap * sizeof(int64_t));
+    if (f.starts == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    if (start >= 0 && end > start) {
+        Py_BEGIN_ALLOW_THREADS
+        facts_run(view.buf, end, start, (int64_t)base, &f);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (f.oom) {
+        PyErr_NoMemory();
+    } else {
+        PyObject *max_ts = f.count ? PyLong_FromLongLong(f.max_ts) : (Py_INCREF(Py_None), Py_None);
+        result = Py_BuildValue("(nnyNy#)", f.count, f.stop, "", max_ts, f.flagged ? (const char *)f.flagged : "",
+                               (Py_ssize_t)(f.nflagged * (Py_ssize_t)sizeof(int64_t)));
+        if (result != NULL) {
+            PyObject *starts = PyBytes_FromStringAndSize((const char *)f.starts,
+                                                         f.count * (Py_ssize_t)sizeof(int64_t));
+            if (starts == NULL)
+                Py_CLEAR(result);
+            else
+                PyTuple_SetItem(result, 2, starts); /* steals; replaces the placeholder */
+        }
+    }
+    free(f.starts);
+    free(f.flagged);
+    return result;
+}
+
 static PyMethodDef cdecode_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))cdecode_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(buf, pos=0, base=0, limit=-1, stop_at=-1, *, crc=False, strict=False, max_records=-1,\n"
      "       max_bytes=-1, host, joined=False, bodies=True) -> dict\n\n"
      "Walk buf from the record boundary pos as rmqstore.walk.step does and decode every record\n"
      "into columns; 'end'/'kind' say where and why the walk stopped (kind None: stop_at or a max)."},
+    {"record_facts", cdecode_record_facts, METH_VARARGS,
+     "record_facts(buf, base, start, end) -> (count, stop, starts (int64 bytes), max_store_ts, flagged (int64 bytes))\n\n"
+     "The physical offsets, newest store timestamp and the records failing the body CRC or PHYSICALOFFSET\n"
+     "check of a run of whole records (verify's bulk pass)."},
     {NULL, NULL, 0, NULL},
 };
 
