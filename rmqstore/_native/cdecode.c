@@ -657,12 +657,56 @@ static PyObject *cdecode_record_facts(PyObject *self, PyObject *args)
     return result;
 }
 
+/* -- unit_run: the valid consume-queue units at the start of a buffer -------------------------
+ *
+ * unit_run(buf, end, phy_limit) -> (stop, last)
+ *
+ * Reads the 20-byte units of buf[0:end] (offset int64, size int32, tags int64, big-endian) from
+ * the first on, and stops at the first that is not valid (offset < 0 or size <= 0) or points at
+ * or past phy_limit, or after the last whole unit: `stop` is its position, `last` the (offset,
+ * size) of the unit before it (None: no unit was taken).  The loops of ConsumeQueue.recover and
+ * truncate_dirty_logic_files, one call a file.
+ */
+static PyObject *cdecode_unit_run(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t end;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "y*nL:unit_run", &view, &end, &limit))
+        return NULL;
+    if (end > view.len)
+        end = view.len;
+    const unsigned char *b = view.buf;
+    Py_ssize_t pos = 0;
+    int64_t last_offset = 0;
+    int32_t last_size = 0;
+    int taken = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; end >= 20 && pos <= end - 20; pos += 20) {
+        int64_t offset = rmq_get_i64(b + pos);
+        int32_t size = rmq_get_i32(b + pos + 8);
+        if (offset < 0 || size <= 0 || offset >= (int64_t)limit)
+            break;
+        last_offset = offset;
+        last_size = size;
+        taken = 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (!taken)
+        return Py_BuildValue("(nO)", pos, Py_None);
+    return Py_BuildValue("(n(Li))", pos, (long long)last_offset, (int)last_size);
+}
+
 static PyMethodDef cdecode_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))cdecode_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(buf, pos=0, base=0, limit=-1, stop_at=-1, *, crc=False, strict=False, max_records=-1,\n"
      "       max_bytes=-1, host, joined=False, bodies=True) -> dict\n\n"
      "Walk buf from the record boundary pos as rmqstore.walk.step does and decode every record\n"
      "into columns; 'end'/'kind' say where and why the walk stopped (kind None: stop_at or a max)."},
+    {"unit_run", cdecode_unit_run, METH_VARARGS,
+     "unit_run(buf, end, phy_limit) -> (stop, (offset, size) of the unit before it or None): the valid consume-queue units before phy_limit at the\n"
+     "start of buf[:end] (ConsumeQueue's recovery loops)."},
     {"record_facts", cdecode_record_facts, METH_VARARGS,
      "record_facts(buf, base, start, end) -> (count, stop, starts (int64 bytes), max_store_ts, flagged (int64 bytes))\n\n"
      "The physical offsets, newest store timestamp and the records failing the body CRC or PHYSICALOFFSET\n"

@@ -225,3 +225,53 @@ def test_record_facts_never_reads_past_its_end(garbage, start, end):
     count, stop, starts, _ts, flagged = cdecode.record_facts(garbage, 0, start, end)
     assert len(starts) == 8 * count
     assert count == 0 or start <= stop <= min(end, len(garbage))
+
+
+# -- unit_run: the consume-queue recovery loops of verify's read-only open ---------------------------
+
+def _pure_unit_run(buf: bytes, end: int, limit: int):
+    stop, last = 0, None
+    for pos in range(0, min(end, len(buf)) - 19, 20):
+        offset, size, _tags = struct.unpack_from(">qiq", buf, pos)
+        if offset < 0 or size <= 0 or offset >= limit:
+            break
+        stop, last = pos + 20, (offset, size)
+    return stop, last
+
+
+_UNITS = st.lists(st.tuples(st.integers(-3, 2**63 - 1) | st.integers(0, 5000), st.integers(-2, 2**31 - 1),
+                            st.integers(-2**63, 2**63 - 1)), max_size=20)
+
+
+@given(units=_UNITS, tail=st.binary(max_size=25), end=st.integers(-1, 600),
+       limit=st.integers(0, 2**63 - 1) | st.integers(0, 6000))
+@example(units=[(2**63 - 2, 2**31 - 1, 0)], tail=b"", end=600, limit=2**63 - 1)
+@example(units=[(0, 0, 0)], tail=b"", end=20, limit=1)
+def test_unit_run_is_the_recovery_loop(units, tail, end, limit):
+    cdecode = compiled_module("_cdecode")
+    buf = b"".join(struct.pack(">qiq", *u) for u in units) + tail
+    assert cdecode.unit_run(buf, end, limit) == _pure_unit_run(buf, end, limit)
+
+
+@pytest.mark.parametrize("name", ALL_FIXTURES)
+def test_read_only_open_recovers_the_same_queues_both_ways(name, tmp_path):
+    """The consume queues a read-only open (verify's prepare) recovers, cut at a record in the middle
+    of the log (truncate_dirty_logic_files) and not: the same positions with unit_run compiled and pure."""
+    from rmqstore.store import open_store
+
+    compiled_module("_cdecode")
+    root = copy_store(name, str(tmp_path), drop_index=False)
+    rel, pos, rec = records(name)[len(records(name)) // 2]
+    _flip(root / rel, pos + 8, 1)  # a bad CRC: recovery ends the log there and cuts the queues
+
+    def queues(force_pure: bool):
+        with mock.patch.object(native, "module", lambda n, s=True: None if force_pure else native.compiled(n)):
+            store = open_store(root, read_only=True)
+        try:
+            return {key: (cq.max_physic_offset, [(mf.file_from_offset, mf.wrote_position)
+                                                 for mf in cq.mapped_file_queue.mapped_files])
+                    for key, cq in store.consume_queue_table.items()}
+        finally:
+            store.close()
+
+    assert queues(False) == queues(True)
