@@ -28,27 +28,30 @@ from rmqstore import native
 from rmqstore.crc import crc32
 from rmqstore.record import BlankRecord
 from rmqstore.verify import DETAIL_CAP, verify
-from rmqstore.verify import logwalk
+from rmqstore.verify import bulk, logwalk
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @contextmanager
-def compiled_path():
-    """The bulk pass's modules for this block, even under RMQSTORE_PURE=1; yields the bulk-pass call count."""
+def compiled_path(run_bytes: int = bulk.RUN_BYTES):
+    """The bulk pass's modules for this block, even under RMQSTORE_PURE=1, parsing ``run_bytes`` of log
+    at most at a time (small: many runs a segment, records across their limits); yields the bulk-pass
+    call count."""
     compiled_module("_cdispatch")
     compiled_module("_cdecode")
     real = native.module
     calls = [0]
-    bulk = logwalk.walk_segment_bulk
+    walk = logwalk.walk_segment_bulk
 
     def counted(*args):
         calls[0] += 1
-        return bulk(*args)
+        return walk(*args)
 
     with mock.patch.object(native, "module", lambda name, switch=True: native.compiled(name)
                            if switch is not False else real(name, switch)), \
-            mock.patch.object(logwalk, "walk_segment_bulk", counted):
+            mock.patch.object(logwalk, "walk_segment_bulk", counted), \
+            mock.patch.object(bulk, "RUN_BYTES", run_bytes):
         yield calls
 
 
@@ -56,8 +59,8 @@ def lines(report) -> tuple:
     return [str(p) for p in report.problems], report.to_dict(), report.summary(), report.ok
 
 
-def both(root: Path, cap: float = DETAIL_CAP) -> tuple[tuple, tuple, int]:
-    with compiled_path() as calls:
+def both(root: Path, cap: float = DETAIL_CAP, run_bytes: int = bulk.RUN_BYTES) -> tuple[tuple, tuple, int]:
+    with compiled_path(run_bytes) as calls:
         fast = verify(root, native=True, max_problems_per_kind=cap)
     pure = verify(root, native=False, max_problems_per_kind=cap)
     return lines(fast), lines(pure), calls[0]
@@ -88,10 +91,11 @@ def queue_files(name: str) -> list[tuple[str, int]]:
                   for p in (root / "consumequeue").rglob("*") if p.is_file())
 
 
+@pytest.mark.parametrize("run_bytes", [bulk.RUN_BYTES, 2048, 91])
 @pytest.mark.parametrize("name", ALL_FIXTURES)
-def test_every_fixture_gives_the_same_report(name, tmp_path):
+def test_every_fixture_gives_the_same_report(name, run_bytes, tmp_path):
     root = copy_store(name, str(tmp_path))
-    fast, pure, calls = both(root)
+    fast, pure, calls = both(root, run_bytes=run_bytes)
     assert fast == pure
     assert calls > 0  # the bulk pass ran
     assert fast[1]["checked"]["records"] == len(records(name))
@@ -167,20 +171,20 @@ def damage(draw, name: str):
 
 @SETTINGS
 @given(faults=st.sampled_from(ALL_FIXTURES).flatmap(lambda name: st.lists(damage(name), min_size=1, max_size=3)),
-       cap=st.sampled_from([1, 2, DETAIL_CAP]))
+       cap=st.sampled_from([1, 2, DETAIL_CAP]), run_bytes=st.sampled_from([bulk.RUN_BYTES, 4096, 700]))
 @example(faults=[("basic", "BODYCRC of the first record", lambda root: _flip(root / "commitlog/00000000000000000000",
-                                                                            8, 1))], cap=DETAIL_CAP)
+                                                                            8, 1))], cap=DETAIL_CAP, run_bytes=bulk.RUN_BYTES)
 @example(faults=[("basic", "first unit zeroed", lambda root: _zero(
-    root / queue_files("basic")[0][0], 0, 20))], cap=DETAIL_CAP)
+    root / queue_files("basic")[0][0], 0, 20))], cap=DETAIL_CAP, run_bytes=bulk.RUN_BYTES)
 @example(faults=[("crash", "last written commitlog file cut", lambda root: os.truncate(
-    root / records("crash")[-1][0], records("crash")[-1][1] + 50))], cap=1)
-def test_damaged_copies_give_the_same_report(faults, cap):
+    root / records("crash")[-1][0], records("crash")[-1][1] + 50))], cap=1, run_bytes=700)
+def test_damaged_copies_give_the_same_report(faults, cap, run_bytes):
     name = faults[0][0]
     with tempfile.TemporaryDirectory() as tmp:
         root = copy_store(name, tmp)
         for _, _what, apply in faults:
             apply(root)
-        fast, pure, _calls = both(root, cap)
+        fast, pure, _calls = both(root, cap, run_bytes)
         assert fast == pure, [what for _, what, _ in faults]
 
 
@@ -204,11 +208,10 @@ def test_record_facts_of_every_fixture_segment(name):
 @example(body=b"", stored=5, phys_delta=0)
 def test_record_facts_flags_what_the_rules_flag(body, stored, phys_delta):
     cdecode = compiled_module("_cdecode")
-    data = bytearray(records("basic")[0][2].total_size.to_bytes(4, "big"))
     rec = records("basic")[0][2]
     base = 4096
     raw = bytearray((FIXTURES / "basic/store/commitlog/00000000000000000000").read_bytes()[:rec.total_size])
-    # rebuild the first record with another body (lengths follow), another CRC and PHYSICALOFFSET
+    # rebuild the first record (IPv4 hosts: BODYLENGTH at 84) with another body, CRC and PHYSICALOFFSET
     head, tail = raw[:84], raw[88 + len(rec.body):]
     data = head + struct.pack(">i", len(body)) + body + tail
     struct.pack_into(">i", data, 0, len(data))
