@@ -557,20 +557,19 @@ fail:
  *
  * record_facts(buf, base, start, end) -> (count, stop, starts, max_store_ts, flagged)
  *
- * Follows the records of buf from the record boundary `start` up to `end` (a run that
- * rmqstore._cdispatch.parse has already walked: it only re-reads sizes) and returns, with the
- * GIL released: how many whole records lie there, the position after the last, their physical
- * offsets (base + position) as native int64 bytes, the largest STORETIMESTAMP (None: no record),
- * and the positions (int64 bytes) of the records whose body CRC does not match or whose
- * PHYSICALOFFSET field names another offset -- the records verify's rules must see one by one.
+ * Follows the records of buf from the record boundary `start` by their sizes, up to `end`, and
+ * returns, with the GIL released: how many whole records it took, the position after the last,
+ * their physical offsets (base + position) as native int64 bytes, the largest STORETIMESTAMP
+ * (None: no record), and `flagged`: the position of the record it stopped at because its body
+ * CRC does not match or its PHYSICALOFFSET field names another offset (a record verify's rules
+ * must see alone; None when it stopped for another reason: `end`, a record not whole before it,
+ * anything that is not a message record -- the callers' walks word those).
  * Every read is checked against `end` and the record's declared size; anything odd stops it.
  */
 typedef struct {
-    Py_ssize_t count, stop;
+    Py_ssize_t count, stop, flagged; /* flagged: -1, or the position of the record it stopped at */
     int64_t max_ts;
-    int64_t *starts, *flagged;
-    Py_ssize_t nflagged, flag_cap;
-    int oom;
+    int64_t *starts;
 } facts_t;
 
 static void facts_run(const unsigned char *b, Py_ssize_t end, Py_ssize_t pos, int64_t base, facts_t *f)
@@ -593,17 +592,8 @@ static void facts_run(const unsigned char *b, Py_ssize_t end, Py_ssize_t pos, in
         int64_t crc = (int64_t)(rmq_crc32(0, r + body_at, (size_t)body_len) & 0x7FFFFFFFu);
         int64_t phys = base + pos;
         if (crc != (int64_t)rmq_get_i32(r + RMQ_POS_BODYCRC) || rmq_get_i64(r + RMQ_POS_PHYSICALOFFSET) != phys) {
-            if (f->nflagged == f->flag_cap) {
-                Py_ssize_t cap = f->flag_cap ? f->flag_cap * 2 : 64;
-                int64_t *p = realloc(f->flagged, (size_t)cap * sizeof(int64_t));
-                if (p == NULL) {
-                    f->oom = 1;
-                    break;
-                }
-                f->flagged = p;
-                f->flag_cap = cap;
-            }
-            f->flagged[f->nflagged++] = pos;
+            f->flagged = pos;
+            break;
         }
         if (f->count == 0 || ts > f->max_ts)
             f->max_ts = ts;
@@ -624,6 +614,7 @@ static PyObject *cdecode_record_facts(PyObject *self, PyObject *args)
         end = view.len;
     facts_t f = {0};
     f.stop = start;
+    f.flagged = -1;
     Py_ssize_t cap = (end > start ? end - start : 0) / DEC_MIN_RECORD + 1;
     f.starts = malloc((size_t)cap * sizeof(int64_t));
     if (f.starts == NULL) {
@@ -636,24 +627,16 @@ static PyObject *cdecode_record_facts(PyObject *self, PyObject *args)
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&view);
+    PyObject *max_ts = f.count ? PyLong_FromLongLong(f.max_ts) : (Py_INCREF(Py_None), Py_None);
+    PyObject *flagged = f.flagged >= 0 ? PyLong_FromSsize_t(f.flagged) : (Py_INCREF(Py_None), Py_None);
+    PyObject *starts = PyBytes_FromStringAndSize((const char *)f.starts, f.count * (Py_ssize_t)sizeof(int64_t));
     PyObject *result = NULL;
-    if (f.oom) {
-        PyErr_NoMemory();
-    } else {
-        PyObject *max_ts = f.count ? PyLong_FromLongLong(f.max_ts) : (Py_INCREF(Py_None), Py_None);
-        result = Py_BuildValue("(nnyNy#)", f.count, f.stop, "", max_ts, f.flagged ? (const char *)f.flagged : "",
-                               (Py_ssize_t)(f.nflagged * (Py_ssize_t)sizeof(int64_t)));
-        if (result != NULL) {
-            PyObject *starts = PyBytes_FromStringAndSize((const char *)f.starts,
-                                                         f.count * (Py_ssize_t)sizeof(int64_t));
-            if (starts == NULL)
-                Py_CLEAR(result);
-            else
-                PyTuple_SetItem(result, 2, starts); /* steals; replaces the placeholder */
-        }
-    }
+    if (max_ts != NULL && flagged != NULL && starts != NULL)
+        result = Py_BuildValue("(nnOOO)", f.count, f.stop, starts, max_ts, flagged);
+    Py_XDECREF(max_ts);
+    Py_XDECREF(flagged);
+    Py_XDECREF(starts);
     free(f.starts);
-    free(f.flagged);
     return result;
 }
 
@@ -708,9 +691,9 @@ static PyMethodDef cdecode_methods[] = {
      "unit_run(buf, end, phy_limit) -> (stop, (offset, size) of the unit before it or None): the valid consume-queue units before phy_limit at the\n"
      "start of buf[:end] (ConsumeQueue's recovery loops)."},
     {"record_facts", cdecode_record_facts, METH_VARARGS,
-     "record_facts(buf, base, start, end) -> (count, stop, starts (int64 bytes), max_store_ts, flagged (int64 bytes))\n\n"
-     "The physical offsets, newest store timestamp and the records failing the body CRC or PHYSICALOFFSET\n"
-     "check of a run of whole records (verify's bulk pass)."},
+     "record_facts(buf, base, start, end) -> (count, stop, starts (int64 bytes), max_store_ts, flagged)\n\n"
+     "The physical offsets and newest store timestamp of a run of whole records, up to the first that fails\n"
+     "the body CRC or PHYSICALOFFSET check (flagged: its position, else None) -- verify's bulk pass."},
     {NULL, NULL, 0, NULL},
 };
 

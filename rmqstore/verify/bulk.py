@@ -28,7 +28,6 @@ the whole walk stays on the pure path.
 
 from __future__ import annotations
 
-from array import array
 from typing import TYPE_CHECKING
 
 from .. import native
@@ -45,6 +44,7 @@ __all__ = ["BulkTools", "bulk_tools", "walk_segment_bulk", "RUN_BYTES"]
 #: bytes of log one parse takes at most (the pages behind it are then released)
 RUN_BYTES = 32 << 20
 _MAX_RECORDS = 1 << 20
+_SMALL_RUN = 64 << 10
 
 
 class BulkTools:
@@ -71,26 +71,31 @@ def walk_segment_bulk(v: LogWalk, tools: BulkTools, start: int, f: MappedFile, s
     """:meth:`LogWalk.walk_segment` of a whole segment, the bulk way; the same ``(state, p)``."""
     from .logwalk import RANGE_END, LogWalk
 
-    buf, n, pos = f.buf, f.size, 0
+    buf, n, pos, run = f.buf, f.size, 0, RUN_BYTES
     while True:
-        batch = tools.parse(buf, pos, min(n, pos + RUN_BYTES), tools.delays, _MAX_RECORDS, False)
-        facts = tools.facts(buf, start, pos, batch.stop_pos)
-        if facts[4]:  # a record the rules must see alone: the run ends before it
-            first = array("q", facts[4])[0]
-            batch = tools.parse(buf, pos, first, tools.delays, _MAX_RECORDS, False)
-            facts = tools.facts(buf, start, pos, first)
+        lim = min(n, pos + run)
+        # the run's records up to the first the rules must see alone (CRC, PHYSICALOFFSET), then
+        # their units; where the parse stops short of that (a record it defers or refuses), the facts
+        # are taken again up to there
+        facts = tools.facts(buf, start, pos, lim)
+        batch = tools.parse(buf, pos, facts[1], tools.delays, _MAX_RECORDS, False)
+        if batch.stop_pos != facts[1]:
+            facts = tools.facts(buf, start, pos, batch.stop_pos)
         count, stop, starts, max_ts, _ = facts
         if count != batch.count or stop != batch.stop_pos:  # cannot happen: both follow the same sizes
             return LogWalk.walk_segment(v, start, f, seg_size, pos=pos)
         absorb(v, batch, buf, start, f.rel, starts, max_ts)
         f.release(pos, stop)
         pos = stop
-        if batch.stop == tools.more and not facts[4]:
+        if batch.stop == tools.more:
             continue
         # the position the parse would not take: one record (or the end) by the pure walk
         state, p = LogWalk.walk_segment(v, start, f, seg_size, pos=pos, stop=pos + 1)
         if state != RANGE_END:
             return state, p
+        # a record across the run's limit lets the next run grow; one the rules took inside it (damage,
+        # a deferred record) starts small runs, so a stretch of such records costs no re-reading
+        run = min(run * 4, RUN_BYTES) if p > lim else _SMALL_RUN
         pos = p
 
 
@@ -106,7 +111,7 @@ def absorb(v: LogWalk, batch, buf, start: int, rel: str, starts: bytes, max_ts: 
     judged: list[int] = []
     for topic, queue_id, first, units, records, run in batch.groups:
         if not matched_group(v, (topic, queue_id), first, units, run):
-            judged.extend(array("i", records))
+            judged.extend(memoryview(records).cast("i"))
     delay_levels = v.sizes.delay_levels
     for r in sorted(judged):
         p = batch.record_pos(r)
