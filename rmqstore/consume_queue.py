@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 
+from . import native
 from .errors import StoreError
 from .layout import CONSUME_QUEUE_UNIT
 from .mapped_file_queue import MappedFileQueue
@@ -45,6 +46,23 @@ def iter_units(buf, start: int = 0, end: int | None = None):
     for pos in range(start, end, CQ_STORE_UNIT_SIZE):
         offset, size, tags = _UNIT.unpack_from(buf, pos)
         yield pos, offset, size, tags
+
+
+def _unit_run(buf, end: int, phy_limit: int):
+    """(stop, (offset, size) of the unit before it, or None): the valid units pointing before ``phy_limit``
+    at the start of ``buf[:end]`` -- compiled (``rmqstore._cdecode.unit_run``) where it is built."""
+    c = native.module("_cdecode")
+    if c is not None:
+        return c.unit_run(buf, end, phy_limit)
+    stop, last = 0, None
+    for pos, offset, size, _ in iter_units(buf, 0, min(end, len(buf))):
+        if offset < 0 or size <= 0 or offset >= phy_limit:
+            break
+        stop, last = pos + CQ_STORE_UNIT_SIZE, (offset, size)
+    return stop, last
+
+
+_NO_LIMIT = (1 << 63) - 1
 
 
 class ConsumeQueue:
@@ -72,13 +90,9 @@ class ConsumeQueue:
         pos_in_file = 0
         while True:
             mf = files[index]
-            pos_in_file = 0
-            for pos, offset, size, _ in iter_units(mf.mapped, 0, self.mapped_file_size):
-                if offset >= 0 and size > 0:
-                    pos_in_file = pos + CQ_STORE_UNIT_SIZE
-                    self.max_physic_offset = offset + size
-                else:
-                    break
+            pos_in_file, last = _unit_run(mf.mapped, self.mapped_file_size, _NO_LIMIT)
+            if last is not None:
+                self.max_physic_offset = last[0] + last[1]
             process_offset = mf.file_from_offset
             if pos_in_file == self.mapped_file_size and index + 1 < len(files):
                 index += 1
@@ -95,23 +109,14 @@ class ConsumeQueue:
         self.max_physic_offset = phy_offset
         while queue.mapped_files:
             mf = queue.mapped_files[-1]
-            mf.set_positions(0)
-            keep_file = False
-            for pos, offset, size, _ in iter_units(mf.mapped, 0, self.mapped_file_size):
-                if pos == 0:
-                    if offset >= phy_offset:
-                        break  # the whole file is dirty
-                    keep_file = True
-                if offset >= 0 and size > 0:
-                    if offset >= phy_offset:
-                        return
-                    mf.set_positions(pos + CQ_STORE_UNIT_SIZE)
-                    self.max_physic_offset = offset + size
-                else:
-                    return
-            if keep_file:
-                return
-            queue.delete_last_mapped_file()
+            stop, last = _unit_run(mf.mapped, self.mapped_file_size, phy_offset)
+            mf.set_positions(stop)
+            if last is not None:
+                self.max_physic_offset = last[0] + last[1]
+            first = next(iter_units(mf.mapped, 0, min(self.mapped_file_size, len(mf.mapped))), None)
+            if first is not None and first[1] < phy_offset:
+                return  # the file keeps its units up to stop
+            queue.delete_last_mapped_file()  # the whole file is dirty
 
     def correct_min_offset(self, phy_min_offset: int) -> None:
         """Set the first valid queue offset: the first unit pointing at or after ``phy_min_offset``."""

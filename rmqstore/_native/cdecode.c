@@ -553,12 +553,147 @@ fail:
     return NULL;
 }
 
+/* -- record_facts: what verify's bulk pass needs of a run of records ------------------------
+ *
+ * record_facts(buf, base, start, end) -> (count, stop, starts, max_store_ts, flagged)
+ *
+ * Follows the records of buf from the record boundary `start` by their sizes, up to `end`, and
+ * returns, with the GIL released: how many whole records it took, the position after the last,
+ * their physical offsets (base + position) as native int64 bytes, the largest STORETIMESTAMP
+ * (None: no record), and `flagged`: the position of the record it stopped at because its body
+ * CRC does not match or its PHYSICALOFFSET field names another offset (a record verify's rules
+ * must see alone; None when it stopped for another reason: `end`, a record not whole before it,
+ * anything that is not a message record -- the callers' walks word those).
+ * Every read is checked against `end` and the record's declared size; anything odd stops it.
+ */
+typedef struct {
+    Py_ssize_t count, stop, flagged; /* flagged: -1, or the position of the record it stopped at */
+    int64_t max_ts;
+    int64_t *starts;
+} facts_t;
+
+static void facts_run(const unsigned char *b, Py_ssize_t end, Py_ssize_t pos, int64_t base, facts_t *f)
+{
+    while (pos >= 0 && pos + DEC_HEAD <= end) {
+        const unsigned char *r = b + pos;
+        int64_t total = rmq_get_i32(r + RMQ_POS_TOTALSIZE);
+        int32_t magic = rmq_get_i32(r + RMQ_POS_MAGIC);
+        if ((magic != DEC_MAGIC_V1 && magic != DEC_MAGIC_V2) || total < DEC_MIN_RECORD || total > end - pos)
+            break;
+        int32_t sys_flag = rmq_get_i32(r + RMQ_POS_SYSFLAG);
+        int64_t ts_at = rmq_pos_store_timestamp(sys_flag);
+        int64_t body_at = rmq_pos_body_length(sys_flag) + 4;
+        if (body_at > total)
+            break;
+        int64_t body_len = rmq_get_i32(r + body_at - 4);
+        if (body_len < 0 || body_len > total - body_at)
+            break;
+        int64_t ts = rmq_get_i64(r + ts_at);
+        int64_t crc = (int64_t)(rmq_crc32(0, r + body_at, (size_t)body_len) & 0x7FFFFFFFu);
+        int64_t phys = base + pos;
+        if (crc != (int64_t)rmq_get_i32(r + RMQ_POS_BODYCRC) || rmq_get_i64(r + RMQ_POS_PHYSICALOFFSET) != phys) {
+            f->flagged = pos;
+            break;
+        }
+        if (f->count == 0 || ts > f->max_ts)
+            f->max_ts = ts;
+        f->starts[f->count++] = phys;
+        pos += total;
+    }
+    f->stop = pos;
+}
+
+static PyObject *cdecode_record_facts(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    long long base;
+    Py_ssize_t start, end;
+    if (!PyArg_ParseTuple(args, "y*Lnn:record_facts", &view, &base, &start, &end))
+        return NULL;
+    if (end > view.len)
+        end = view.len;
+    facts_t f = {0};
+    f.stop = start;
+    f.flagged = -1;
+    Py_ssize_t cap = (end > start ? end - start : 0) / DEC_MIN_RECORD + 1;
+    f.starts = malloc((size_t)cap * sizeof(int64_t));
+    if (f.starts == NULL) {
+        PyBuffer_Release(&view);
+        return PyErr_NoMemory();
+    }
+    if (start >= 0 && end > start) {
+        Py_BEGIN_ALLOW_THREADS
+        facts_run(view.buf, end, start, (int64_t)base, &f);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    PyObject *max_ts = f.count ? PyLong_FromLongLong(f.max_ts) : (Py_INCREF(Py_None), Py_None);
+    PyObject *flagged = f.flagged >= 0 ? PyLong_FromSsize_t(f.flagged) : (Py_INCREF(Py_None), Py_None);
+    PyObject *starts = PyBytes_FromStringAndSize((const char *)f.starts, f.count * (Py_ssize_t)sizeof(int64_t));
+    PyObject *result = NULL;
+    if (max_ts != NULL && flagged != NULL && starts != NULL)
+        result = Py_BuildValue("(nnOOO)", f.count, f.stop, starts, max_ts, flagged);
+    Py_XDECREF(max_ts);
+    Py_XDECREF(flagged);
+    Py_XDECREF(starts);
+    free(f.starts);
+    return result;
+}
+
+/* -- unit_run: the valid consume-queue units at the start of a buffer -------------------------
+ *
+ * unit_run(buf, end, phy_limit) -> (stop, last)
+ *
+ * Reads the 20-byte units of buf[0:end] (offset int64, size int32, tags int64, big-endian) from
+ * the first on, and stops at the first that is not valid (offset < 0 or size <= 0) or points at
+ * or past phy_limit, or after the last whole unit: `stop` is its position, `last` the (offset,
+ * size) of the unit before it (None: no unit was taken).  The loops of ConsumeQueue.recover and
+ * truncate_dirty_logic_files, one call a file.
+ */
+static PyObject *cdecode_unit_run(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t end;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "y*nL:unit_run", &view, &end, &limit))
+        return NULL;
+    if (end > view.len)
+        end = view.len;
+    const unsigned char *b = view.buf;
+    Py_ssize_t pos = 0;
+    int64_t last_offset = 0;
+    int32_t last_size = 0;
+    int taken = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; end >= 20 && pos <= end - 20; pos += 20) {
+        int64_t offset = rmq_get_i64(b + pos);
+        int32_t size = rmq_get_i32(b + pos + 8);
+        if (offset < 0 || size <= 0 || offset >= (int64_t)limit)
+            break;
+        last_offset = offset;
+        last_size = size;
+        taken = 1;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&view);
+    if (!taken)
+        return Py_BuildValue("(nO)", pos, Py_None);
+    return Py_BuildValue("(n(Li))", pos, (long long)last_offset, (int)last_size);
+}
+
 static PyMethodDef cdecode_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))cdecode_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(buf, pos=0, base=0, limit=-1, stop_at=-1, *, crc=False, strict=False, max_records=-1,\n"
      "       max_bytes=-1, host, joined=False, bodies=True) -> dict\n\n"
      "Walk buf from the record boundary pos as rmqstore.walk.step does and decode every record\n"
      "into columns; 'end'/'kind' say where and why the walk stopped (kind None: stop_at or a max)."},
+    {"unit_run", cdecode_unit_run, METH_VARARGS,
+     "unit_run(buf, end, phy_limit) -> (stop, (offset, size) of the unit before it or None): the valid consume-queue units before phy_limit at the\n"
+     "start of buf[:end] (ConsumeQueue's recovery loops)."},
+    {"record_facts", cdecode_record_facts, METH_VARARGS,
+     "record_facts(buf, base, start, end) -> (count, stop, starts (int64 bytes), max_store_ts, flagged)\n\n"
+     "The physical offsets and newest store timestamp of a run of whole records, up to the first that fails\n"
+     "the body CRC or PHYSICALOFFSET check (flagged: its position, else None) -- verify's bulk pass."},
     {NULL, NULL, 0, NULL},
 };
 

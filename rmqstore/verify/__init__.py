@@ -10,7 +10,8 @@ package is split by job:
 * :mod:`~rmqstore.verify.report` -- :class:`Problem`, :class:`VerifyReport`, :data:`KINDS`;
 * :mod:`~rmqstore.verify.files` -- reading: read-only maps, zero scans, decoded views;
 * :mod:`~rmqstore.verify.local` and :mod:`~rmqstore.verify.logwalk` -- the local driver (its log walk runs on
-  :func:`rmqstore.walk.walk_segment`);
+  :func:`rmqstore.walk.walk_segment`); :mod:`~rmqstore.verify.bulk` -- its compiled bulk pass, which hands
+  the rules only the records where something differs (the same report);
   :mod:`rmqstore.spark.verify` is the Spark driver of the same rules.
 """
 

@@ -53,8 +53,11 @@ class Verifier(LogWalk):
     walk is :class:`~rmqstore.verify.logwalk.LogWalk`)."""
 
     def __init__(self, root: str, sizes: StoreSizes, progress: Callable[[int, int], None] | None = None,
-                 cap: float = DETAIL_CAP):
+                 cap: float = DETAIL_CAP, native: bool | None = True):
         self.root = root
+        #: the compiled bulk pass may run (a store's StoreConfig.native; RMQSTORE_PURE overrides)
+        self.native = native
+        self.bulk = None
         self.sizes = sizes
         self.progress = progress
         self.cap = cap
@@ -453,18 +456,22 @@ class Verifier(LogWalk):
 
 
 def verify(target, *, progress: Callable[[int, int], None] | None = None, config: StoreConfig | None = None,
-           max_problems_per_kind: int = DETAIL_CAP) -> VerifyReport:
+           max_problems_per_kind: int = DETAIL_CAP, native: bool | None = None) -> VerifyReport:
     """Check a store; return a :class:`~rmqstore.verify.report.VerifyReport` (never raises for damaged files).
 
     ``target`` is an open :class:`~rmqstore.store.MessageStore` (its root and config are
     used) or a path (a store root or a fixture folder holding ``store/``).  For a path the
     store is first opened read-only, as a check of its own (a refusal is reported as an
     ``unopenable`` problem), and its sizes are inferred from the files.  ``progress(done,
-    total)`` is called with bytes of files examined.  Raises
+    total)`` is called with bytes of files examined.  ``native`` False keeps the commitlog walk on
+    the pure rules record by record (None: the config's ``native``, else True; ``RMQSTORE_PURE``
+    overrides), True lets the bulk pass (:mod:`rmqstore.verify.bulk`) run.  Raises
     :class:`~rmqstore.errors.StoreError` only when ``target`` is not a directory.
     """
     root, sizes, problems = prepare(target, config)
-    v = Verifier(root, sizes, progress, max_problems_per_kind)
+    if native is None:
+        native = getattr(config or getattr(target, "config", None), "native", True)
+    v = Verifier(root, sizes, progress, max_problems_per_kind, native=native)
     v.stop_at_recovered_end = True
     v.report.problems.extend(problems)
     return v.run()

@@ -4,7 +4,8 @@ This is the one place verify reads the log: :meth:`LogWalk.walk_commitlog` place
 segments and checks the chain between them (missing, overlapping, odd-sized files; the end
 of the log; holes and pre-allocated files after it), :meth:`LogWalk.walk_segment` follows
 one segment's records on the store's one segment walk (:func:`rmqstore.walk.walk_segment`:
-where and why a segment ends is decided there, in the vocabulary of :class:`rmqstore.walk.End`),
+where and why a segment ends is decided there, in the vocabulary of :class:`rmqstore.walk.End`;
+with the compiled modules, the bulk pass of :mod:`rmqstore.verify.bulk` gives the same findings),
 and :meth:`LogWalk.check_record` checks each record as it is met -- against the rules, its
 unit and its index entries.  The words are the rules' (:mod:`rmqstore.verify.rules`); a blank
 is an end whatever size it declares (RocketMQ's rule), a size that does not reach the end of
@@ -31,6 +32,7 @@ from ..walk import End, walk_segment
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
+from .bulk import BulkTools, bulk_tools, walk_segment_bulk
 from .files import MappedFile, QueueView
 from .report import Problem, VerifyReport
 
@@ -75,6 +77,9 @@ class LogWalk:
     index_max_phy: int
     has_index: bool
     unindexed: list[tuple[int, str, int]]
+    #: the compiled tools of the bulk pass (:mod:`rmqstore.verify.bulk`), None: the pure walk
+    native: bool | None
+    bulk: BulkTools | None = None
 
     if TYPE_CHECKING:
         def note(self, *problems: Problem | None) -> None: ...
@@ -100,6 +105,8 @@ class LogWalk:
         self.report.segments = len(segs)
         if not segs:
             return
+        self.bulk = bulk_tools(self.native, self.sizes.delay_levels, self.has_index or bool(self.idx_at),
+                               self.sizes.consume_queue)
         self.report.log_start = segs[0][0]
         self.note(rules.log_start(self.rel(segs[0][1]), segs[0][0]))
         expected = None
@@ -172,6 +179,8 @@ class LogWalk:
         (``p``: the first record start at or after ``stop``; a byte range's walk, see
         rmqstore.spark.verify).  What the end is, the walk decides; what verify says of it, the rules.
         """
+        if stop is None and pos == 0 and self.bulk is not None:
+            return walk_segment_bulk(self, self.bulk, start, f, seg_size)
         buf, n = f.buf, f.size
         delay_levels = self.sizes.delay_levels
         recovered: list[int] = []
@@ -216,11 +225,15 @@ class LogWalk:
         return e.kind, e.pos
 
     def check_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
-        """One decoded message record: its own checks, its queue offset, its unit, its index entries."""
+        """One decoded message record: counted, then judged (:meth:`judge_record`)."""
         self.report.records += 1
         self.starts.append(phys)
         if rec.store_timestamp > self.max_store_ts:
             self.max_store_ts = rec.store_timestamp
+        self.judge_record(phys, rel, pos, rec, delay_levels)
+
+    def judge_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
+        """One counted record: its own checks, its queue offset, its unit, its index entries."""
         self.note(*rules.record_problems(phys, rel, pos, rec))
         txn = rec.sys_flag & TRANSACTION_MASK
         props = string_to_properties(rec.properties)
