@@ -150,23 +150,39 @@ class ServiceThread:
 class GroupCommitRequest:
     """'Tell me when the log is flushed up to ``next_offset``.'
 
-    The waiting put blocks on a plain lock that the service releases -- the cheapest
-    hand-off CPython has -- instead of a Future with its condition variable.
+    A synchronous put blocks on a plain lock that the service releases -- the cheapest
+    hand-off CPython has -- instead of a Future with its condition variable.  An async put
+    gives ``on_done`` instead, called with the request by whoever answers it (the service,
+    or the watchdog at the deadline), so one flush completes a whole group of futures with
+    no thread per put.  A request is answered once: the first :meth:`wakeup_customer` takes
+    its one token (``list.pop`` is atomic in CPython), later ones do nothing.
     """
 
-    __slots__ = ("next_offset", "deadline", "status", "_lock")
+    __slots__ = ("next_offset", "deadline", "status", "on_done", "_lock", "_token")
 
-    def __init__(self, next_offset: int, timeout_ms: int):
+    def __init__(self, next_offset: int, timeout_ms: int, on_done=None):
         self.next_offset = next_offset
         self.deadline = time.monotonic() + timeout_ms / 1000.0
         self.status: PutMessageStatus | None = None
+        self.on_done = on_done
+        self._token = [True]
         self._lock = threading.Lock()
         self._lock.acquire()
 
-    def wakeup_customer(self, status: PutMessageStatus) -> None:
-        if self.status is None:
-            self.status = status
-            self._lock.release()
+    def wakeup_customer(self, status: PutMessageStatus) -> bool:
+        """Answer ``status`` (True), unless the request was answered already (False)."""
+        try:
+            self._token.pop()
+        except IndexError:
+            return False
+        self.status = status
+        self._lock.release()
+        if self.on_done is not None:
+            try:
+                self.on_done(self)
+            except Exception:  # the answering service must live on
+                log.exception("completing the put waiting for offset %d failed", self.next_offset)
+        return True
 
     def wait(self, timeout: float) -> PutMessageStatus:
         """The flush status, or FLUSH_DISK_TIMEOUT if the service does not answer in time."""
@@ -176,7 +192,17 @@ class GroupCommitRequest:
 
 
 class GroupCommitService(ServiceThread):
+    """Answers SYNC_FLUSH puts: one flush for every request that arrived while the last one ran.
+
+    A request whose deadline passes while the service is stuck in a flush (a disk that
+    does not answer) is answered FLUSH_DISK_TIMEOUT by a watchdog thread that looks every
+    ``WATCHDOG_INTERVAL`` seconds, so an async put's future never waits on the disk
+    longer than ``sync_flush_timeout`` (and a little).  ``flushes`` counts the flushes
+    the service made, ``requests_served`` the requests it answered.
+    """
+
     name = "GroupCommitService"
+    WATCHDOG_INTERVAL = 0.05
 
     def __init__(self, commit_log, checkpoint_hook=None):
         super().__init__()
@@ -187,6 +213,18 @@ class GroupCommitService(ServiceThread):
         self.checkpoint_hook = checkpoint_hook
         self.flushes = 0
         self.requests_served = 0
+        self.requests_expired = 0  # answered FLUSH_DISK_TIMEOUT by the watchdog
+        self._watchdog: threading.Thread | None = None
+
+    def start(self) -> None:
+        super().start()
+        self._watchdog = threading.Thread(target=self._watch, name=self.name + "Watchdog", daemon=True)
+        self._watchdog.start()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if self._watchdog is not None and self._watchdog is not threading.current_thread():
+            self._watchdog.join(timeout=5)
 
     def put_request(self, request: GroupCommitRequest) -> None:
         with self._lock:
@@ -203,11 +241,32 @@ class GroupCommitService(ServiceThread):
         if tr is not None and self.requests_read:
             tr.event("group_commit.swap", requests=[r.next_offset for r in self.requests_read])
 
+    def _watch(self) -> None:
+        while not self._stop_event.wait(self.WATCHDOG_INTERVAL):
+            self.expire_overdue()
+
+    def expire_overdue(self) -> int:
+        """Answer FLUSH_DISK_TIMEOUT to every waiting request past its deadline; count them."""
+        now = time.monotonic()
+        with self._lock:
+            waiting = self.requests_read + self.requests_write
+        expired = 0
+        for req in waiting:
+            if req.deadline <= now and req.status is None \
+                    and req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT):
+                expired += 1
+        if expired:
+            log.warning("%d sync flush requests timed out waiting for the disk", expired)
+            self.requests_expired += expired
+        return expired
+
     def _do_commit(self) -> None:
         queue = self.commit_log.mapped_file_queue
         tr = self.commit_log.tracer
         if self.requests_read:
             for req in self.requests_read:
+                if req.status is not None:  # answered by the watchdog already
+                    continue
                 flush_ok = queue.flushed_where >= req.next_offset
                 failed = False
                 for _ in range(2):

@@ -44,7 +44,6 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from .allocate import AllocateMappedFileService, TransientStorePool
@@ -152,7 +151,7 @@ class MessageStore(PutPath, StoreLock):
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
-        self._async_pool: ThreadPoolExecutor | None = None
+        self._async_pool = None  # the async puts in flight (store_put.AsyncPuts), made by the first one
         self._async_pool_lock = threading.Lock()
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
         self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
