@@ -166,8 +166,10 @@ class GroupCommitRequest:
         self.status: PutMessageStatus | None = None
         self.on_done = on_done
         self._token = [True]
-        self._lock = threading.Lock()
-        self._lock.acquire()
+        self._lock: threading.Lock | None = None
+        if on_done is None:  # somebody will wait() on it
+            self._lock = threading.Lock()
+            self._lock.acquire()
 
     def wakeup_customer(self, status: PutMessageStatus) -> bool:
         """Answer ``status`` (True), unless the request was answered already (False)."""
@@ -176,7 +178,8 @@ class GroupCommitRequest:
         except IndexError:
             return False
         self.status = status
-        self._lock.release()
+        if self._lock is not None:
+            self._lock.release()
         if self.on_done is not None:
             try:
                 self.on_done(self)
@@ -186,6 +189,8 @@ class GroupCommitRequest:
 
     def wait(self, timeout: float) -> PutMessageStatus:
         """The flush status, or FLUSH_DISK_TIMEOUT if the service does not answer in time."""
+        if self._lock is None:
+            raise TypeError("a request made with on_done is not waited on")
         if self._lock.acquire(timeout=timeout):
             return self.status
         return PutMessageStatus.FLUSH_DISK_TIMEOUT
