@@ -4,10 +4,25 @@ SYNC_FLUSH -- group commit.  A put that must be on disk before it is acknowledge
 hands a request ("flush up to offset N") to :class:`GroupCommitService` and waits.  The
 service keeps two lists: writers add to ``requests_write`` under a small lock; the
 service thread swaps the two lists, flushes once, and wakes every request in
-``requests_read`` whose offset is now flushed.  One ``msync``/``fdatasync`` thus serves
-every put that arrived while the previous one ran -- that is what makes sync flush
-affordable.  A request not served within ``sync_flush_timeout`` ends in
-FLUSH_DISK_TIMEOUT.
+``requests_read`` whose offset is now flushed.  One ``fdatasync`` thus serves every put
+that arrived while the previous one ran -- that is what makes sync flush affordable.  A
+request not served within ``sync_flush_timeout`` ends in FLUSH_DISK_TIMEOUT (answered by
+the service, or by its watchdog while a flush is stuck on the disk).
+
+Who waits.  A synchronous put blocks on its request.  An async put (RocketMQ's
+``asyncPutMessage``) appends in the caller's thread and gives its request a callback that
+completes the put's future, so the flush that covers a group of async puts completes all
+their futures in one pass and no thread waits per put.  The flush itself is an
+``fdatasync`` of the segment's descriptor, which releases the GIL, so the writers go on
+appending while the disk works (CPython's ``mmap.flush`` holds the GIL through its
+``msync``; on Linux both write back the same dirty pages).
+
+Gathering.  With several writers, each flush would serve only about half of them: those
+answered by the last flush put again while the next one already runs.  After a round that
+answered several requests the service waits a moment (a fraction of that round's time, at
+most a millisecond, and only until as many requests are waiting as it answered plus those
+already there) so the next flush serves them all.  RocketMQ flushes at once; the wait is
+ours, and one writer never waits for it.
 
 ASYNC_FLUSH -- :class:`FlushRealTimeService` wakes every ``flush_interval_commit_log``
 ms (or when poked) and flushes if at least ``flush_commit_log_least_pages`` pages are
@@ -208,6 +223,8 @@ class GroupCommitService(ServiceThread):
 
     name = "GroupCommitService"
     WATCHDOG_INTERVAL = 0.05
+    GATHER_FRACTION = 0.5  # of the last round's time, waited for the answered writers to come back
+    GATHER_MAX = 0.001  # s
 
     def __init__(self, commit_log, checkpoint_hook=None):
         super().__init__()
@@ -219,6 +236,7 @@ class GroupCommitService(ServiceThread):
         self.flushes = 0
         self.requests_served = 0
         self.requests_expired = 0  # answered FLUSH_DISK_TIMEOUT by the watchdog
+        self._want = 1  # requests waiting that wake the service (more while it gathers a group)
         self._watchdog: threading.Thread | None = None
 
     def start(self) -> None:
@@ -234,7 +252,9 @@ class GroupCommitService(ServiceThread):
     def put_request(self, request: GroupCommitRequest) -> None:
         with self._lock:
             self.requests_write.append(request)
-        self.wakeup()
+            n = len(self.requests_write)
+        if n >= self._want:
+            self.wakeup()
 
     def _swap_requests(self) -> None:
         with self._lock:
@@ -265,9 +285,36 @@ class GroupCommitService(ServiceThread):
             self.requests_expired += expired
         return expired
 
-    def _do_commit(self) -> None:
+    def _gather(self, answered: int, took: float) -> None:
+        """Before the next round, give the writers just answered a moment to come back.
+
+        Without it the writers split into two cohorts: while one waits for a flush, the other
+        (answered by the previous one) puts again and waits for the next, so each flush
+        serves about half of them.  So after a round that answered ``answered`` requests,
+        the service waits until ``answered`` more have joined the ones already waiting, or
+        ``GATHER_FRACTION`` of the last round's time (at most ``GATHER_MAX`` s) passed, and
+        the next flush serves them all.  A round that answered one request (a lone writer)
+        does not wait; nor does a round whose writers are back already.
+        """
+        if answered <= 1 or self.GATHER_FRACTION <= 0:
+            return
+        with self._lock:
+            want = answered + len(self.requests_write)
+        self._want = want
+        self._notified.clear()
+        with self._lock:
+            have = len(self.requests_write)
+        if have < want and not self.is_stopped():
+            self._notified.wait(min(took * self.GATHER_FRACTION, self.GATHER_MAX))
+        self._want = 1
+        if self.requests_write or self.is_stopped():
+            self.wakeup()
+
+    def _do_commit(self) -> int:
+        """Serve the swapped-in requests (one flush for all that it covers); the number answered."""
         queue = self.commit_log.mapped_file_queue
         tr = self.commit_log.tracer
+        answered = 0
         if self.requests_read:
             for req in self.requests_read:
                 if req.status is not None:  # answered by the watchdog already
@@ -295,17 +342,21 @@ class GroupCommitService(ServiceThread):
                     self.put_request(req)
                     continue
                 self.requests_served += 1
+                answered += 1
             if self.checkpoint_hook is not None and queue.store_timestamp > 0:
                 self.checkpoint_hook(queue.store_timestamp)
             self.requests_read = []
         else:
             # messages that did not wait for their flush still get flushed
             self.guarded(traced_flush, queue, 0, tr, "GroupCommitService")
+        return answered
 
     def run(self) -> None:
         while not self.is_stopped():
             self.wait_for_running(10)
-            self._do_commit()
+            began = time.monotonic()
+            answered = self._do_commit()
+            self._gather(answered, time.monotonic() - began)
         # let in-flight requests finish, then serve them once more
         time.sleep(0.01)
         self._swap_requests()

@@ -315,3 +315,41 @@ def test_sync_master_with_a_real_slave_answers_async_puts_after_the_slave_has_th
         futures.append(f)
     assert all(f.result(10).status is OK for f in futures)
     assert len(seen) == 200 and all(on_slave >= end and flushed >= end for end, on_slave, flushed in seen)
+
+
+# -- gathering: after a round that answered several writers, wait (a little) for them to come back ------
+
+class _Log:
+    tracer = None
+    mapped_file_queue = None
+
+
+def test_gather_waits_for_the_answered_writers_and_no_longer(monkeypatch):
+    from rmqstore.flush import GroupCommitService
+
+    svc = GroupCommitService(_Log())
+    monkeypatch.setattr(GroupCommitService, "GATHER_MAX", 2.0)
+    t0 = time.monotonic()
+    svc._gather(1, 10.0)  # one writer: no wait
+    assert time.monotonic() - t0 < 0.1
+    svc.put_request(GroupCommitRequest(1, 1000))  # one already waiting: the group to gather is 3 + 1
+
+    def come_back():
+        for i in range(3):
+            time.sleep(0.05)
+            assert svc._want == 4  # while gathering, a single arrival does not wake the service
+            svc.put_request(GroupCommitRequest(2 + i, 1000))
+
+    writer = threading.Thread(target=come_back)
+    t0 = time.monotonic()
+    writer.start()
+    svc._gather(3, 10.0)
+    waited = time.monotonic() - t0
+    writer.join()
+    assert 0.14 < waited < 1.5 and len(svc.requests_write) == 4  # woken by the last of the three
+    assert svc._want == 1 and svc._notified.is_set()  # the next round starts at once
+    # writers that do not come back cost at most the fraction of the last round
+    svc._notified.clear()
+    t0 = time.monotonic()
+    svc._gather(5, 0.2)
+    assert 0.08 < time.monotonic() - t0 < 1.0
