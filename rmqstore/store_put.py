@@ -392,9 +392,10 @@ class PutPath(PutChecks):
         replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
         req = self._submit_flush(result, msg, tr)
         status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
-        replica_status = self._replica_status(replica, tr)
-        if replica_status is not _PUT_OK:
-            status = replica_status  # replication overrides the flush status, as in RocketMQ
+        if replica is not _PUT_OK or tr is not None:  # (nothing to wait for or to trace otherwise)
+            replica_status = self._replica_status(replica, tr)
+            if replica_status is not _PUT_OK:
+                status = replica_status  # replication overrides the flush status, as in RocketMQ
         return (result if status is _PUT_OK
                 else PutMessageResult(status, result.append_result, _NOT_KEPT.get(status, "")))
 
