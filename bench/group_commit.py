@@ -117,7 +117,7 @@ def main(argv=None) -> int:
         ("async_put_message, SYNC_FLUSH, 64 in flight", "SYNC_FLUSH", "in_flight", 64, n, 50_000),
     ]
     path = "native" if native.module("_cput", True) is not None else "pure"
-    print(f"put path: {path}; load average before: {os.getloadavg()[0]:.2f}")
+    print(f"_cput loaded: {path == 'native'} ({native.describe().splitlines()[0]}); load average before: {os.getloadavg()[0]:.2f}")
     print(f"{'case':46s} {'msgs/s':>9s} {'min':>9s} {'max':>9s} {'flush/s':>8s} {'req/flush':>9s} {'target':>8s}")
     rows = []
     for name, flush, kind, k, count, target in cases:
