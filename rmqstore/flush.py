@@ -4,10 +4,25 @@ SYNC_FLUSH -- group commit.  A put that must be on disk before it is acknowledge
 hands a request ("flush up to offset N") to :class:`GroupCommitService` and waits.  The
 service keeps two lists: writers add to ``requests_write`` under a small lock; the
 service thread swaps the two lists, flushes once, and wakes every request in
-``requests_read`` whose offset is now flushed.  One ``msync``/``fdatasync`` thus serves
-every put that arrived while the previous one ran -- that is what makes sync flush
-affordable.  A request not served within ``sync_flush_timeout`` ends in
-FLUSH_DISK_TIMEOUT.
+``requests_read`` whose offset is now flushed.  One ``fdatasync`` thus serves every put
+that arrived while the previous one ran -- that is what makes sync flush affordable.  A
+request not served within ``sync_flush_timeout`` ends in FLUSH_DISK_TIMEOUT (answered by
+the service, or by its watchdog while a flush is stuck on the disk).
+
+Who waits.  A synchronous put blocks on its request.  An async put (RocketMQ's
+``asyncPutMessage``) appends in the caller's thread and gives its request a callback that
+completes the put's future, so the flush that covers a group of async puts completes all
+their futures in one pass and no thread waits per put.  The flush itself is an
+``fdatasync`` of the segment's descriptor, which releases the GIL, so the writers go on
+appending while the disk works (CPython's ``mmap.flush`` holds the GIL through its
+``msync``; on Linux both write back the same dirty pages).
+
+Gathering.  With several writers, each flush would serve only about half of them: those
+answered by the last flush put again while the next one already runs.  After a round that
+answered several requests the service waits a moment (a fraction of that round's time, at
+most a millisecond, and only until as many requests are waiting as it answered plus those
+already there) so the next flush serves them all.  RocketMQ flushes at once; the wait is
+ours, and one writer never waits for it.
 
 ASYNC_FLUSH -- :class:`FlushRealTimeService` wakes every ``flush_interval_commit_log``
 ms (or when poked) and flushes if at least ``flush_commit_log_least_pages`` pages are
@@ -150,33 +165,66 @@ class ServiceThread:
 class GroupCommitRequest:
     """'Tell me when the log is flushed up to ``next_offset``.'
 
-    The waiting put blocks on a plain lock that the service releases -- the cheapest
-    hand-off CPython has -- instead of a Future with its condition variable.
+    A synchronous put blocks on a plain lock that the service releases -- the cheapest
+    hand-off CPython has -- instead of a Future with its condition variable.  An async put
+    gives ``on_done`` instead, called with the request by whoever answers it (the service,
+    or the watchdog at the deadline), so one flush completes a whole group of futures with
+    no thread per put.  A request is answered once: the first :meth:`wakeup_customer` takes
+    its one token (``list.pop`` is atomic in CPython), later ones do nothing.
     """
 
-    __slots__ = ("next_offset", "deadline", "status", "_lock")
+    __slots__ = ("next_offset", "deadline", "status", "on_done", "_lock", "_token")
 
-    def __init__(self, next_offset: int, timeout_ms: int):
+    def __init__(self, next_offset: int, timeout_ms: int, on_done=None):
         self.next_offset = next_offset
         self.deadline = time.monotonic() + timeout_ms / 1000.0
         self.status: PutMessageStatus | None = None
-        self._lock = threading.Lock()
-        self._lock.acquire()
+        self.on_done = on_done
+        self._token = [True]
+        self._lock: threading.Lock | None = None
+        if on_done is None:  # somebody will wait() on it
+            self._lock = threading.Lock()
+            self._lock.acquire()
 
-    def wakeup_customer(self, status: PutMessageStatus) -> None:
-        if self.status is None:
-            self.status = status
+    def wakeup_customer(self, status: PutMessageStatus) -> bool:
+        """Answer ``status`` (True), unless the request was answered already (False)."""
+        try:
+            self._token.pop()
+        except IndexError:
+            return False
+        self.status = status
+        if self._lock is not None:
             self._lock.release()
+        if self.on_done is not None:
+            try:
+                self.on_done(self)
+            except Exception:  # the answering service must live on
+                log.exception("completing the put waiting for offset %d failed", self.next_offset)
+        return True
 
     def wait(self, timeout: float) -> PutMessageStatus:
         """The flush status, or FLUSH_DISK_TIMEOUT if the service does not answer in time."""
+        if self._lock is None:
+            raise TypeError("a request made with on_done is not waited on")
         if self._lock.acquire(timeout=timeout):
             return self.status
         return PutMessageStatus.FLUSH_DISK_TIMEOUT
 
 
 class GroupCommitService(ServiceThread):
+    """Answers SYNC_FLUSH puts: one flush for every request that arrived while the last one ran.
+
+    A request whose deadline passes while the service is stuck in a flush (a disk that
+    does not answer) is answered FLUSH_DISK_TIMEOUT by a watchdog thread that looks every
+    ``WATCHDOG_INTERVAL`` seconds, so an async put's future never waits on the disk
+    longer than ``sync_flush_timeout`` (and a little).  ``flushes`` counts the flushes
+    the service made, ``requests_served`` the requests it answered.
+    """
+
     name = "GroupCommitService"
+    WATCHDOG_INTERVAL = 0.05
+    GATHER_FRACTION = 0.5  # of the last round's time, waited for the answered writers to come back
+    GATHER_MAX = 0.001  # s
 
     def __init__(self, commit_log, checkpoint_hook=None):
         super().__init__()
@@ -187,11 +235,26 @@ class GroupCommitService(ServiceThread):
         self.checkpoint_hook = checkpoint_hook
         self.flushes = 0
         self.requests_served = 0
+        self.requests_expired = 0  # answered FLUSH_DISK_TIMEOUT by the watchdog
+        self._want = 1  # requests waiting that wake the service (more while it gathers a group)
+        self._watchdog: threading.Thread | None = None
+
+    def start(self) -> None:
+        super().start()
+        self._watchdog = threading.Thread(target=self._watch, name=self.name + "Watchdog", daemon=True)
+        self._watchdog.start()
+
+    def shutdown(self) -> None:
+        super().shutdown()
+        if self._watchdog is not None and self._watchdog is not threading.current_thread():
+            self._watchdog.join(timeout=5)
 
     def put_request(self, request: GroupCommitRequest) -> None:
         with self._lock:
             self.requests_write.append(request)
-        self.wakeup()
+            n = len(self.requests_write)
+        if n >= self._want:
+            self.wakeup()
 
     def _swap_requests(self) -> None:
         with self._lock:
@@ -203,11 +266,59 @@ class GroupCommitService(ServiceThread):
         if tr is not None and self.requests_read:
             tr.event("group_commit.swap", requests=[r.next_offset for r in self.requests_read])
 
-    def _do_commit(self) -> None:
+    def _watch(self) -> None:
+        while not self._stop_event.wait(self.WATCHDOG_INTERVAL):
+            self.expire_overdue()
+
+    def expire_overdue(self) -> int:
+        """Answer FLUSH_DISK_TIMEOUT to every waiting request past its deadline; count them."""
+        now = time.monotonic()
+        with self._lock:
+            waiting = self.requests_read + self.requests_write
+        expired = 0
+        for req in waiting:
+            if req.deadline <= now and req.status is None \
+                    and req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT):
+                expired += 1
+        if expired:
+            log.warning("%d sync flush requests timed out waiting for the disk", expired)
+            self.requests_expired += expired
+        return expired
+
+    def _gather(self, answered: int, took: float) -> None:
+        """Before the next round, give the writers just answered a moment to come back.
+
+        Without it the writers split into two cohorts: while one waits for a flush, the other
+        (answered by the previous one) puts again and waits for the next, so each flush
+        serves about half of them.  So after a round that answered ``answered`` requests,
+        the service waits until ``answered`` more have joined the ones already waiting, or
+        ``GATHER_FRACTION`` of the last round's time (at most ``GATHER_MAX`` s) passed, and
+        the next flush serves them all.  A round that answered one request (a lone writer)
+        does not wait; nor does a round whose writers are back already.
+        """
+        if answered <= 1 or self.GATHER_FRACTION <= 0:
+            return
+        with self._lock:
+            want = answered + len(self.requests_write)
+        self._want = want
+        self._notified.clear()
+        with self._lock:
+            have = len(self.requests_write)
+        if have < want and not self.is_stopped():
+            self._notified.wait(min(took * self.GATHER_FRACTION, self.GATHER_MAX))
+        self._want = 1
+        if self.requests_write or self.is_stopped():
+            self.wakeup()
+
+    def _do_commit(self) -> int:
+        """Serve the swapped-in requests (one flush for all that it covers); the number answered."""
         queue = self.commit_log.mapped_file_queue
         tr = self.commit_log.tracer
+        answered = 0
         if self.requests_read:
             for req in self.requests_read:
+                if req.status is not None:  # answered by the watchdog already
+                    continue
                 flush_ok = queue.flushed_where >= req.next_offset
                 failed = False
                 for _ in range(2):
@@ -231,17 +342,21 @@ class GroupCommitService(ServiceThread):
                     self.put_request(req)
                     continue
                 self.requests_served += 1
+                answered += 1
             if self.checkpoint_hook is not None and queue.store_timestamp > 0:
                 self.checkpoint_hook(queue.store_timestamp)
             self.requests_read = []
         else:
             # messages that did not wait for their flush still get flushed
             self.guarded(traced_flush, queue, 0, tr, "GroupCommitService")
+        return answered
 
     def run(self) -> None:
         while not self.is_stopped():
             self.wait_for_running(10)
-            self._do_commit()
+            began = time.monotonic()
+            answered = self._do_commit()
+            self._gather(answered, time.monotonic() - began)
         # let in-flight requests finish, then serve them once more
         time.sleep(0.01)
         self._swap_requests()

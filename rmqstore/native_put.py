@@ -38,13 +38,18 @@ from .message import BatchItem, Message, MessageBatch
 from .record import Address
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 
-__all__ = ["make_putter", "finish_waits"]
+__all__ = ["make_putter", "finish_waits", "appended"]
 
 _PUT_OK = PutMessageStatus.PUT_OK
 
 
-def make_putter(store):
-    """The compiled put of a started ``store``, or None when the pure path runs (not built, switched off)."""
+def make_putter(store, *, appender: bool = False):
+    """The compiled put of a started ``store``, or None when the pure path runs (not built, switched off).
+
+    ``appender``: a Putter that checks and appends only and hands every result back
+    untouched (its ``finish`` is :func:`appended`) -- the async puts' append, whose waits the
+    flush and replica services answer (``PutPath._submit_async``).
+    """
     mod = native.module("_cput", store.config.native)
     if mod is None:
         return None
@@ -59,14 +64,19 @@ def make_putter(store):
         acquire=raw.acquire, release=raw.release,
         clock=None if cl.clock is wall_clock_ms else cl.clock,
         default_host=cl.encoder.default_store_host, addr_cache=cl.encoder.addr_cache,
-        wakeup=None if waits or service is None else service.wakeup,
-        finish=partial(finish_waits, store) if waits else None,
+        wakeup=None if waits or appender or service is None else service.wakeup,
+        finish=appended if appender else partial(finish_waits, store) if waits else None,
         next_file=cl.next_file_for_put, record=store.stats.record, slave_role=BrokerRole.SLAVE,
         types=(Message, MessageBatch, BatchItem, Address, AppendMessageResult, PutMessageResult),
         statuses=(_PUT_OK, AppendMessageStatus.PUT_OK, AppendMessageStatus.END_OF_FILE,
                   PutMessageStatus.UNKNOWN_ERROR),
         max_message_size=cl.encoder.max_message_size, max_record_size=cl.encoder.max_record_size,
         file_size=cfg.mapped_file_size_commit_log, max_batch=cfg.max_msgs_num_batch * 1000)
+
+
+def appended(result: PutMessageResult, _item, _begin: float) -> PutMessageResult:
+    """An appender's finish: the append's result as it is (the caller waits and counts)."""
+    return result
 
 
 def finish_waits(store, result: PutMessageResult, item, begin: float) -> PutMessageResult:

@@ -44,7 +44,6 @@ import logging
 import os
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 from .allocate import AllocateMappedFileService, TransientStorePool
@@ -152,9 +151,9 @@ class MessageStore(PutPath, StoreLock):
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
-        self._async_pool: ThreadPoolExecutor | None = None
+        self._async_pool = None  # the async puts in flight (store_put.AsyncPuts), made by the first one
         self._async_pool_lock = threading.Lock()
-        self._putter = None  # the compiled put, made by start() (rmqstore.native_put)
+        self._putter = self._async_putter = None  # the compiled put and append, made by start() (native_put)
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
         self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
         #: called from the reput thread after each consume-queue unit: (topic, queue id, new max offset);
@@ -253,6 +252,7 @@ class MessageStore(PutPath, StoreLock):
         if self.ha_service is not None:
             self.ha_service.start()
         self._putter = native_put.make_putter(self)
+        self._async_putter = native_put.make_putter(self, appender=True)
         self.stats.native = self._putter.counters if self._putter is not None else None
         self._started = True
 

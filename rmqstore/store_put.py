@@ -18,14 +18,19 @@ Every put, refused or not, is counted in :class:`StoreStats`.  With a tracer set
 Without a tracer the common case goes through the compiled put first
 (:mod:`rmqstore.native_put`): one C call for the checks, the encoding, the append, the
 wake-up and the counting; whatever it declines runs here, unchanged.
-The async forms hand the wait to a small pool only when there is something to wait for.
+The async forms append in the caller's thread and hand the wait to the services: the
+flush and replica requests carry a callback that completes the put's future, so one flush
+(or one slave ack) completes a whole group of async puts and no thread waits per put.
 :class:`PutPath` is a mixin of :class:`~rmqstore.store.MessageStore`; the attributes it
 reads are declared on it.
 """
 
 from __future__ import annotations
 
+import itertools
+import logging
 import threading
+import time
 from typing import Any, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from time import perf_counter as _perf
@@ -39,9 +44,19 @@ from .message import Message, MessageBatch
 from .status import PutMessageResult, PutMessageStatus
 from .store_checks import PutChecks
 
-__all__ = ["PutPath", "StoreStats"]
+__all__ = ["PutPath", "StoreStats", "AsyncPuts"]
+
+log = logging.getLogger(__name__)
 
 _PUT_OK = PutMessageStatus.PUT_OK
+
+#: the message of a put written but whose promise (flush, slave) was not kept
+_NOT_KEPT = {
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: "the message was written but no slave acknowledged it in time",
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ("SYNC_MASTER with no slave to replicate to (none connected, "
+                                           "or more than ha_slave_fallbehind_max bytes behind)"),
+}
 
 
 def _bucket(elapsed_ms: float) -> int:
@@ -114,6 +129,150 @@ class StoreStats:
         }
 
 
+def _done(result: PutMessageResult) -> Future:
+    future: Future = Future()
+    future.set_result(result)
+    return future
+
+
+class AsyncPuts:
+    """The store's async puts in flight: ``shutdown()`` returns when every one has its answer.
+
+    A put counts from before its checks (:meth:`begin`, refused once shut down) until its
+    future is completed (:meth:`end`), so a shutdown waits for the flushes and acks the
+    running services still owe, as the pool it replaces did.  The two counts are
+    ``itertools.count`` objects, whose ``next`` is atomic in CPython: no lock per put.  A
+    put that passes :meth:`begin` after the shutdown read the counts is still refused, by
+    the store's own check of its shutdown flag, which is set before.  Traced puts run on a
+    small pool (:meth:`run_on_pool`) made the first time one is asked for.
+    """
+
+    def __init__(self):
+        self._begun = itertools.count()
+        self._ended = itertools.count()
+        self._closed = False
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+
+    def begin(self) -> bool:
+        if self._closed:
+            return False
+        next(self._begun)
+        return True
+
+    def end(self) -> None:
+        next(self._ended)
+
+    @property
+    def pending(self) -> int:
+        """Puts begun and not yet answered."""
+        return _count_value(self._begun) - _count_value(self._ended)
+
+    def run_on_pool(self, fn, *args) -> Future:
+        """``fn(*args)`` on the pool (a put already counted by :meth:`begin`); ends the put."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
+            pool = self._pool
+
+        def run():
+            try:
+                return fn(*args)
+            finally:
+                self.end()
+
+        return pool.submit(run)
+
+    def shutdown(self, wait: bool = True, timeout: float = 60.0) -> None:
+        self._closed = True
+        deadline = time.monotonic() + timeout
+        while wait and self.pending > 0:
+            if time.monotonic() > deadline:
+                log.warning("%d async puts still unanswered after %.0f s of shutdown", self.pending, timeout)
+                break
+            time.sleep(0.001)
+        with self._pool_lock:
+            pool = self._pool
+        if pool is not None:
+            pool.shutdown(wait=wait)
+
+
+def _count_value(counter: itertools.count) -> int:
+    """How far an ``itertools.count()`` has counted (its repr is ``count(N)``)."""
+    return int(repr(counter)[6:-1])
+
+
+class _PutWait:
+    """One async put waiting for its flush and/or its slave: the last answer completes its future.
+
+    ``_left`` counts the answers still owed -- the flush's, the replica's, and the
+    submitter's own (given once both requests are made, so a request answered at once
+    cannot complete the future before the other is made)."""
+
+    __slots__ = ("store", "puts", "item", "result", "begin", "future", "flush", "replica", "replica_begin",
+                 "submitted", "_left", "_lock")
+
+    def __init__(self, store, puts: AsyncPuts, item, result: PutMessageResult, begin: float):
+        self.store = store
+        self.puts = puts
+        self.item = item
+        self.result = result
+        self.begin = begin
+        self.future: Future = Future()
+        self.flush: GroupCommitRequest | None = None
+        self.replica = _PUT_OK
+        self.replica_begin = 0.0
+        self.submitted = False
+        self._left = 3
+        self._lock = threading.Lock()
+
+    def submit(self) -> bool:
+        """Hand the waits to the services; False when there is nothing to wait for."""
+        store = self.store
+        if store.config.broker_role is not BrokerRole.SYNC_MASTER:  # the flush alone answers: no count
+            self.flush = store._submit_flush(self.result, self.item, None, self._finish)
+            self.submitted = self.flush is not None
+            return self.submitted
+        self.replica_begin = _perf()
+        self.replica = store._submit_replica(self.result, self.item, self._answered)
+        if isinstance(self.replica, PutMessageStatus):
+            self._left -= 1  # (no request made: nobody else touches the count yet)
+        self.flush = store._submit_flush(self.result, self.item, None, self._answered)
+        if self.flush is None:
+            self._answered(None)
+        if self.flush is None and isinstance(self.replica, PutMessageStatus) and self.replica is _PUT_OK:
+            return False  # nothing waited: the caller answers at once
+        self.submitted = True
+        self._answered(None)
+        return True
+
+    def _answered(self, _request) -> None:
+        with self._lock:
+            self._left -= 1
+            last = self._left == 0
+        if last:
+            self._finish()
+
+    def _finish(self, _request=None) -> None:
+        store = self.store
+        try:
+            status = self.flush.status if self.flush is not None else _PUT_OK
+            if self.replica is not _PUT_OK:  # a SYNC_MASTER put
+                replica_status = store._replica_status(self.replica, None, self.replica_begin)
+                if replica_status is not _PUT_OK:
+                    status = replica_status  # replication overrides the flush status, as in RocketMQ
+            result = self.result
+            if status is not _PUT_OK:
+                result = PutMessageResult(status, result.append_result, _NOT_KEPT.get(status, ""))
+            item = self.item
+            store.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
+                               (_perf() - self.begin) * 1000,
+                               result.append_result.msg_num if status is _PUT_OK else 1)
+            self.future.set_result(result)
+        finally:
+            self.puts.end()
+
+
 class PutPath(PutChecks):
     """Puts, replays, the async forms, and a slave's appends, as methods of the store."""
 
@@ -124,9 +283,10 @@ class PutPath(PutChecks):
     commit_service: CommitRealTimeService | None
     ha_service: HAService | None
     reput_message_service: ReputMessageService
-    _async_pool: ThreadPoolExecutor | None
+    _async_pool: AsyncPuts | None  # (the name is the store's; it holds the async puts in flight)
     #: the compiled put (rmqstore.native_put), set by start(); None: every put takes the pure path
     _putter: Any
+    _async_putter: Any  # the compiled append of the async puts (rmqstore.native_put.make_putter)
     _async_pool_lock: threading.Lock
 
     def put_message(self, msg: Message) -> PutMessageResult:
@@ -205,53 +365,69 @@ class PutPath(PutChecks):
         return result
 
     def async_put_message(self, msg: Message) -> Future:
-        """Like ``asyncPutMessage``: a future of the result (resolved when the promise is kept)."""
-        return self._submit_async(self.put_message, msg)
+        """Like ``asyncPutMessage``: appended now, in the caller's thread; a future of the result,
+        completed by the service that keeps the promise (the group commit, the slave's ack)."""
+        fast = self._async_putter
+        return self._submit_async(msg, self.check_message, self.commit_log.put_message,
+                                  fast.put if fast is not None else None)
 
     def async_put_messages(self, batch: MessageBatch) -> Future:
-        return self._submit_async(self.put_messages, batch)
+        fast = self._async_putter
+        return self._submit_async(batch, self.check_messages, self.commit_log.put_messages,
+                                  fast.put_batch if fast is not None else None)
 
-    def _submit_async(self, fn, arg) -> Future:
-        # appends are serialised by the put lock anyway; waiting for the flush is what may block,
-        # so the wait happens on a small pool and the caller gets a future at once
-        pool = self._async_pool
-        if pool is None and not self.shutdown_flag:
-            from concurrent.futures import ThreadPoolExecutor
-
-            with self._async_pool_lock:  # shutdown() takes it too: no pool is made after it looked
+    def _submit_async(self, item, check, append, fast=None) -> Future:
+        # RocketMQ's design: check and append here, then hand the wait to the flush (and replica)
+        # services as requests whose answer completes the future -- one flush completes a whole
+        # group, and no thread waits per put.  With a tracer the put runs whole on a small pool,
+        # so the trace shows the same stages as a synchronous put.
+        puts = self._async_pool
+        if puts is None and not self.shutdown_flag:
+            with self._async_pool_lock:  # shutdown() takes it too: nothing is made after it looked
                 if self._async_pool is None and not self.shutdown_flag:
-                    self._async_pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
-                pool = self._async_pool
-        if pool is not None and not self.shutdown_flag and not (
-                self.config.flush_disk_type is FlushDiskType.ASYNC_FLUSH
-                and self.config.broker_role is not BrokerRole.SYNC_MASTER):
-            try:
-                return pool.submit(fn, arg)
-            except RuntimeError:  # shut down meanwhile: fn answers SERVICE_NOT_AVAILABLE below
-                pass
-        future: Future = Future()
-        future.set_result(fn(arg))  # nothing to wait for, or a refusal (not started, shut down)
-        return future
+                    self._async_pool = AsyncPuts()
+                puts = self._async_pool
+        if puts is None or not puts.begin():  # shut down: the put answers SERVICE_NOT_AVAILABLE
+            return _done(self._put(item, check, append))
+        if self.commit_log.tracer is not None:
+            return puts.run_on_pool(self._put, item, check, append)
+        wait = None
+        try:
+            begin = _perf()
+            # the compiled append (checks + append, nothing else) when it takes the item; else the pure one
+            result = fast(item) if fast is not None else None
+            if result is None:
+                result = self.check_store_status() or check(item)  # a refusal, or None: append
+                if result is None:
+                    result = append(item)
+            if result.status is _PUT_OK:
+                wait = _PutWait(self, puts, item, result, begin)
+                if wait.submit():
+                    return wait.future
+            self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
+                              (_perf() - begin) * 1000,
+                              result.append_result.msg_num if result.status is _PUT_OK else 1)
+        finally:
+            if wait is None or not wait.submitted:
+                puts.end()
+        return _done(result)
 
-    def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
-        status = _PUT_OK
+    def _submit_flush(self, result: PutMessageResult, msg, tr, on_done=None) -> GroupCommitRequest | None:
+        """RocketMQ's handleDiskFlush, up to the wait: a group-commit request, or None (a wake-up)."""
         cfg = self.config
-        tr = self.commit_log.tracer
-        replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
         if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
             service = self.group_commit_service
             if msg.wait_store_msg_ok:
                 ar = result.append_result
-                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout)
+                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout, on_done)
                 if tr is not None:
                     tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
                              timeout_ms=cfg.sync_flush_timeout)
                 service.put_request(req)
-                status = req.wait(cfg.sync_flush_timeout / 1000.0 + 1.0)
-            else:
-                if tr is not None:
-                    tr.event("flush.request", mode="group_commit_wakeup", waits=False)
-                service.wakeup()
+                return req
+            if tr is not None:
+                tr.event("flush.request", mode="group_commit_wakeup", waits=False)
+            service.wakeup()
         elif self.commit_service is not None:
             if tr is not None:
                 tr.event("flush.request", mode="commit_wakeup", service="CommitRealTimeService")
@@ -260,19 +436,21 @@ class PutPath(PutChecks):
             if tr is not None:
                 tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
             self.flush_service.wakeup()
-        replica_status = self._replica_status(replica, tr)
-        if replica_status is not _PUT_OK:
-            status = replica_status  # replication overrides the flush status, as in RocketMQ
-        if status is _PUT_OK:
-            return result
-        return PutMessageResult(status, result.append_result, {
-            PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
-            PutMessageStatus.FLUSH_SLAVE_TIMEOUT: "the message was written but no slave acknowledged it in time",
-            PutMessageStatus.SLAVE_NOT_AVAILABLE: ("SYNC_MASTER with no slave to replicate to (none connected, "
-                                                   "or more than ha_slave_fallbehind_max bytes behind)"),
-        }.get(status, ""))
+        return None
 
-    def _submit_replica(self, result: PutMessageResult, msg):
+    def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
+        tr = self.commit_log.tracer
+        replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
+        req = self._submit_flush(result, msg, tr)
+        status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
+        if replica is not _PUT_OK or tr is not None:  # (nothing to wait for or to trace otherwise)
+            replica_status = self._replica_status(replica, tr)
+            if replica_status is not _PUT_OK:
+                status = replica_status  # replication overrides the flush status, as in RocketMQ
+        return (result if status is _PUT_OK
+                else PutMessageResult(status, result.append_result, _NOT_KEPT.get(status, "")))
+
+    def _submit_replica(self, result: PutMessageResult, msg, on_done=None):
         """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
         if self.config.broker_role is not BrokerRole.SYNC_MASTER or not msg.wait_store_msg_ok:
             return _PUT_OK
@@ -281,13 +459,18 @@ class PutPath(PutChecks):
         ha = self.ha_service
         if ha is None or not ha.is_slave_ok(end):
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
-        return ha.submit(end, self.config.sync_flush_timeout)
+        return ha.submit(end, self.config.sync_flush_timeout, on_done)
 
-    def _replica_status(self, replica, tr) -> PutMessageStatus:
-        """Wait for the replica request (if one was made); trace the wait as its own stage."""
+    def _replica_status(self, replica, tr, begin: float | None = None) -> PutMessageStatus:
+        """Wait for the replica request (if one was made); trace the wait as its own stage.
+
+        With ``begin`` (an async put's, answered already) the wait is counted from then."""
         waits = not isinstance(replica, PutMessageStatus)
-        begin = _perf()
-        status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
+        if begin is None:
+            begin = _perf()
+            status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
+        else:
+            status = replica.status if waits else replica
         if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
             self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
                                                  replica.next_offset if waits else None)

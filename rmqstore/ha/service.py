@@ -182,10 +182,11 @@ class HAService:
                 self.push2_slave_max_offset = offset
         self.group_transfer_service.notify_transfer_some()
 
-    def submit(self, next_offset: int, timeout_ms: int) -> ReplicaRequest:
+    def submit(self, next_offset: int, timeout_ms: int, on_done=None) -> ReplicaRequest:
         """Queue a SYNC_MASTER put's wait and push its bytes now: from this thread where it can
-        (:meth:`HAConnection.push_now`), else by waking the write threads."""
-        request = ReplicaRequest(next_offset, timeout_ms)
+        (:meth:`HAConnection.push_now`), else by waking the write threads.  ``on_done`` (an
+        async put's) is called with the request when it is answered."""
+        request = ReplicaRequest(next_offset, timeout_ms, on_done)
         self.group_transfer_service.put_request(request)
         pushed = True
         for conn in tuple(self.connections):

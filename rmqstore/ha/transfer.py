@@ -49,6 +49,8 @@ class ReplicaRequest(GroupCommitRequest):
 
     def wait(self, timeout: float) -> PutMessageStatus:
         """The replication status, or FLUSH_SLAVE_TIMEOUT if the service does not answer in time."""
+        if self._lock is None:
+            raise TypeError("a request made with on_done is not waited on")
         if self._lock.acquire(timeout=timeout):
             return self.status
         return _TIMEOUT
