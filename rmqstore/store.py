@@ -151,7 +151,7 @@ class MessageStore(PutPath, StoreLock):
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
-        self._async_pool = None  # the async puts in flight (store_put.AsyncPuts), made by the first one
+        self._async_pool = None  # the async puts in flight (async_puts.AsyncPuts), made by the first one
         self._async_pool_lock = threading.Lock()
         self._putter = self._async_putter = None  # the compiled put and append, made by start() (native_put)
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()

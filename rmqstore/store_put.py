@@ -27,12 +27,10 @@ reads are declared on it.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
-import time
 from typing import Any, Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from time import perf_counter as _perf
 
 from .config import BrokerRole, FlushDiskType
@@ -43,20 +41,14 @@ from .ha import HAService
 from .message import Message, MessageBatch
 from .status import PutMessageResult, PutMessageStatus
 from .store_checks import PutChecks
+from .async_puts import NOT_KEPT, AsyncPuts, PutWait, done_future
 
-__all__ = ["PutPath", "StoreStats", "AsyncPuts"]
+__all__ = ["PutPath", "StoreStats"]
 
 log = logging.getLogger(__name__)
 
 _PUT_OK = PutMessageStatus.PUT_OK
 
-#: the message of a put written but whose promise (flush, slave) was not kept
-_NOT_KEPT = {
-    PutMessageStatus.FLUSH_DISK_TIMEOUT: "the message was written but not flushed in time",
-    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: "the message was written but no slave acknowledged it in time",
-    PutMessageStatus.SLAVE_NOT_AVAILABLE: ("SYNC_MASTER with no slave to replicate to (none connected, "
-                                           "or more than ha_slave_fallbehind_max bytes behind)"),
-}
 
 
 def _bucket(elapsed_ms: float) -> int:
@@ -127,150 +119,6 @@ class StoreStats:
             "byTopic": times,
             "statusCounts": status_counts,
         }
-
-
-def _done(result: PutMessageResult) -> Future:
-    future: Future = Future()
-    future.set_result(result)
-    return future
-
-
-class AsyncPuts:
-    """The store's async puts in flight: ``shutdown()`` returns when every one has its answer.
-
-    A put counts from before its checks (:meth:`begin`, refused once shut down) until its
-    future is completed (:meth:`end`), so a shutdown waits for the flushes and acks the
-    running services still owe, as the pool it replaces did.  The two counts are
-    ``itertools.count`` objects, whose ``next`` is atomic in CPython: no lock per put.  A
-    put that passes :meth:`begin` after the shutdown read the counts is still refused, by
-    the store's own check of its shutdown flag, which is set before.  Traced puts run on a
-    small pool (:meth:`run_on_pool`) made the first time one is asked for.
-    """
-
-    def __init__(self):
-        self._begun = itertools.count()
-        self._ended = itertools.count()
-        self._closed = False
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_lock = threading.Lock()
-
-    def begin(self) -> bool:
-        if self._closed:
-            return False
-        next(self._begun)
-        return True
-
-    def end(self) -> None:
-        next(self._ended)
-
-    @property
-    def pending(self) -> int:
-        """Puts begun and not yet answered."""
-        return _count_value(self._begun) - _count_value(self._ended)
-
-    def run_on_pool(self, fn, *args) -> Future:
-        """``fn(*args)`` on the pool (a put already counted by :meth:`begin`); ends the put."""
-        with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="put")
-            pool = self._pool
-
-        def run():
-            try:
-                return fn(*args)
-            finally:
-                self.end()
-
-        return pool.submit(run)
-
-    def shutdown(self, wait: bool = True, timeout: float = 60.0) -> None:
-        self._closed = True
-        deadline = time.monotonic() + timeout
-        while wait and self.pending > 0:
-            if time.monotonic() > deadline:
-                log.warning("%d async puts still unanswered after %.0f s of shutdown", self.pending, timeout)
-                break
-            time.sleep(0.001)
-        with self._pool_lock:
-            pool = self._pool
-        if pool is not None:
-            pool.shutdown(wait=wait)
-
-
-def _count_value(counter: itertools.count) -> int:
-    """How far an ``itertools.count()`` has counted (its repr is ``count(N)``)."""
-    return int(repr(counter)[6:-1])
-
-
-class _PutWait:
-    """One async put waiting for its flush and/or its slave: the last answer completes its future.
-
-    ``_left`` counts the answers still owed -- the flush's, the replica's, and the
-    submitter's own (given once both requests are made, so a request answered at once
-    cannot complete the future before the other is made)."""
-
-    __slots__ = ("store", "puts", "item", "result", "begin", "future", "flush", "replica", "replica_begin",
-                 "submitted", "_left", "_lock")
-
-    def __init__(self, store, puts: AsyncPuts, item, result: PutMessageResult, begin: float):
-        self.store = store
-        self.puts = puts
-        self.item = item
-        self.result = result
-        self.begin = begin
-        self.future: Future = Future()
-        self.flush: GroupCommitRequest | None = None
-        self.replica = _PUT_OK
-        self.replica_begin = 0.0
-        self.submitted = False
-        self._left = 3
-        self._lock = threading.Lock()
-
-    def submit(self) -> bool:
-        """Hand the waits to the services; False when there is nothing to wait for."""
-        store = self.store
-        if store.config.broker_role is not BrokerRole.SYNC_MASTER:  # the flush alone answers: no count
-            self.flush = store._submit_flush(self.result, self.item, None, self._finish)
-            self.submitted = self.flush is not None
-            return self.submitted
-        self.replica_begin = _perf()
-        self.replica = store._submit_replica(self.result, self.item, self._answered)
-        if isinstance(self.replica, PutMessageStatus):
-            self._left -= 1  # (no request made: nobody else touches the count yet)
-        self.flush = store._submit_flush(self.result, self.item, None, self._answered)
-        if self.flush is None:
-            self._answered(None)
-        if self.flush is None and isinstance(self.replica, PutMessageStatus) and self.replica is _PUT_OK:
-            return False  # nothing waited: the caller answers at once
-        self.submitted = True
-        self._answered(None)
-        return True
-
-    def _answered(self, _request) -> None:
-        with self._lock:
-            self._left -= 1
-            last = self._left == 0
-        if last:
-            self._finish()
-
-    def _finish(self, _request=None) -> None:
-        store = self.store
-        try:
-            status = self.flush.status if self.flush is not None else _PUT_OK
-            if self.replica is not _PUT_OK:  # a SYNC_MASTER put
-                replica_status = store._replica_status(self.replica, None, self.replica_begin)
-                if replica_status is not _PUT_OK:
-                    status = replica_status  # replication overrides the flush status, as in RocketMQ
-            result = self.result
-            if status is not _PUT_OK:
-                result = PutMessageResult(status, result.append_result, _NOT_KEPT.get(status, ""))
-            item = self.item
-            store.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                               (_perf() - self.begin) * 1000,
-                               result.append_result.msg_num if status is _PUT_OK else 1)
-            self.future.set_result(result)
-        finally:
-            self.puts.end()
 
 
 class PutPath(PutChecks):
@@ -388,7 +236,7 @@ class PutPath(PutChecks):
                     self._async_pool = AsyncPuts()
                 puts = self._async_pool
         if puts is None or not puts.begin():  # shut down: the put answers SERVICE_NOT_AVAILABLE
-            return _done(self._put(item, check, append))
+            return done_future(self._put(item, check, append))
         if self.commit_log.tracer is not None:
             return puts.run_on_pool(self._put, item, check, append)
         wait = None
@@ -401,7 +249,7 @@ class PutPath(PutChecks):
                 if result is None:
                     result = append(item)
             if result.status is _PUT_OK:
-                wait = _PutWait(self, puts, item, result, begin)
+                wait = PutWait(self, puts, item, result, begin)
                 if wait.submit():
                     return wait.future
             self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
@@ -410,7 +258,7 @@ class PutPath(PutChecks):
         finally:
             if wait is None or not wait.submitted:
                 puts.end()
-        return _done(result)
+        return done_future(result)
 
     def _submit_flush(self, result: PutMessageResult, msg, tr, on_done=None) -> GroupCommitRequest | None:
         """RocketMQ's handleDiskFlush, up to the wait: a group-commit request, or None (a wake-up)."""
@@ -448,7 +296,7 @@ class PutPath(PutChecks):
             if replica_status is not _PUT_OK:
                 status = replica_status  # replication overrides the flush status, as in RocketMQ
         return (result if status is _PUT_OK
-                else PutMessageResult(status, result.append_result, _NOT_KEPT.get(status, "")))
+                else PutMessageResult(status, result.append_result, NOT_KEPT.get(status, "")))
 
     def _submit_replica(self, result: PutMessageResult, msg, on_done=None):
         """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""

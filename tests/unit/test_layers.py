@@ -40,7 +40,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # delegate to it
     # fast_open opens a MessageStore without walking the whole log: an opening mode of the store
     # store_checks, store_put, store_lock: MessageStore's parts (mixins), split along RocketMQ's lines
-    ("store", ("rmqstore.store", "rmqstore.store_checks", "rmqstore.store_put", "rmqstore.store_lock",
+    ("store", ("rmqstore.store", "rmqstore.store_checks", "rmqstore.store_put", "rmqstore.async_puts", "rmqstore.store_lock",
                "rmqstore.reading", "rmqstore.lookup", "rmqstore", "rmqstore.fast_open",
                "rmqstore.native_put")),
     ("scan/inspect/verify", (
