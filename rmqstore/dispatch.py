@@ -125,12 +125,13 @@ def builds_consume_queue(req: DispatchRequest) -> bool:
     return req.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 
 
-def reput_segment(buf, base: int, start: int, readable: int, dispatch,
-                  delay_levels: dict[int, int]) -> tuple[SegmentEnd, int, Exception | None]:
+def reput_segment(buf, base: int, start: int, readable: int, dispatch, delay_levels: dict[int, int],
+                  native: bool = True) -> tuple[SegmentEnd, int, Exception | None]:
     """Dispatch the records of one file (first byte at ``base``) from ``start`` up to ``readable``.
 
     Returns where and why the walk stopped, how many records were dispatched, and the
     error of the record the dispatchers could not take (the walk stops *at* it) or None.
+    ``native`` False keeps the walk itself in Python (a store on the pure path, or traced).
     """
     failure: list = []
 
@@ -142,7 +143,7 @@ def reput_segment(buf, base: int, start: int, readable: int, dispatch,
             return False
         return None
 
-    end = walk_segment(buf, base, start=start, limit=readable, on_record=on_record)
+    end = walk_segment(buf, base, start=start, limit=readable, on_record=on_record, native=native)
     if failure:
         pos, exc = failure[0]
         return SegmentEnd(pos, None, str(exc), end.records - 1), end.records - 1, exc
@@ -332,8 +333,10 @@ class ReputMessageService:
                                                           self.reput_from_offset - base, mf.read_position,
                                                           delay_levels, self._delay_table)
             else:
+                # the pure dispatch walks in Python too when the store asks for the pure path or is traced
                 end, done, failure = reput_segment(mf.mapped, base, self.reput_from_offset - base,
-                                                   mf.read_position, store.do_dispatch, delay_levels)
+                                                   mf.read_position, store.do_dispatch, delay_levels,
+                                                   getattr(store.config, "native", True) and commit_log.tracer is None)
             count += done
             self.reput_from_offset = base + end.pos
             if failure is not None:
