@@ -23,6 +23,7 @@
 
 #include "crc32.h"
 #include "record.h"
+#include "utf8.h"
 
 /* the layout table's magic codes (rmqstore/layout.py); tests compare them with the table */
 #define DEC_MAGIC_V1 ((int32_t)0xDAA320A7u)
@@ -40,48 +41,6 @@ typedef struct {
     int8_t crc_ok; /* -1 not computed, 0, 1 */
 } rec_t;
 
-/* Python's strict UTF-8: no overlongs, no surrogates, nothing past U+10FFFF */
-static int utf8_ok(const unsigned char *s, Py_ssize_t n)
-{
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ull)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-        } else if (c >= 0xC2 && c <= 0xDF) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-        } else if (c >= 0xE0 && c <= 0xEF) {
-            if (i + 2 >= n)
-                return 0;
-            unsigned c1 = s[i + 1];
-            unsigned lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
-            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80)
-                return 0;
-            i += 3;
-        } else if (c >= 0xF0 && c <= 0xF4) {
-            if (i + 3 >= n)
-                return 0;
-            unsigned c1 = s[i + 1];
-            unsigned lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
-            if (c1 < lo || c1 > hi || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 static int header_size(int32_t sys_flag)
 {
@@ -128,7 +87,7 @@ static int step_at(const unsigned char *b, Py_ssize_t size, Py_ssize_t lim, Py_s
     int32_t props_len = (int16_t)rmq_get_u16(b + props_at);
     if (props_at + 2 + props_len != rec_end)
         return K_CORRUPT;
-    if (!utf8_ok(b + topic_at + tl, topic_len) || !utf8_ok(b + props_at + 2, props_len))
+    if (!rmq_utf8_ok(b + topic_at + tl, topic_len) || !rmq_utf8_ok(b + props_at + 2, props_len))
         return K_CORRUPT;
     int8_t crc_ok = -1;
     if (crc) {

@@ -37,6 +37,7 @@
 
 #include "crc32.h"
 #include "record.h"
+#include "utf8.h"
 
 #define RMQ_MIN_RECORD_SIZE 91
 #define RMQ_TX_MASK 0xC
@@ -84,51 +85,6 @@ static int rbuf_grow(rbuf *b, size_t extra)
 
 /* -- strings: strict UTF-8 (Python's decoder's rules) and Java's String.hashCode ----------- */
 
-static int utf8_valid(const unsigned char *s, Py_ssize_t n)
-{
-    Py_ssize_t i = 0;
-    while (i < n) {
-        if (i + 8 <= n) {
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (!(w & 0x8080808080808080ULL)) {
-                i += 8;
-                continue;
-            }
-        }
-        unsigned c = s[i];
-        if (c < 0x80) {
-            i++;
-        } else if (c < 0xC2) {
-            return 0;
-        } else if (c < 0xE0) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-        } else if (c < 0xF0) {
-            if (i + 2 >= n)
-                return 0;
-            unsigned c1 = s[i + 1];
-            if (c == 0xE0 ? (c1 < 0xA0 || c1 > 0xBF) : c == 0xED ? (c1 < 0x80 || c1 > 0x9F) : (c1 & 0xC0) != 0x80)
-                return 0;
-            if ((s[i + 2] & 0xC0) != 0x80)
-                return 0;
-            i += 3;
-        } else if (c < 0xF5) {
-            if (i + 3 >= n)
-                return 0;
-            unsigned c1 = s[i + 1];
-            if (c == 0xF0 ? (c1 < 0x90 || c1 > 0xBF) : c == 0xF4 ? (c1 < 0x80 || c1 > 0x8F) : (c1 & 0xC0) != 0x80)
-                return 0;
-            if ((s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 /* continue Java's hashCode h over the UTF-16 code units of valid UTF-8 s[0:n] */
 static uint32_t java_hash(uint32_t h, const unsigned char *s, Py_ssize_t n)
@@ -458,7 +414,7 @@ static void parse_run(BatchObject *b, parse_args *a, Py_ssize_t pos)
             break;
         const unsigned char *topic = r + topic_at + tl;
         const unsigned char *props = r + props_at + 2;
-        if (!utf8_valid(topic, topic_len) || !utf8_valid(props, props_len))
+        if (!rmq_utf8_ok(topic, topic_len) || !rmq_utf8_ok(props, props_len))
             break;
 
         props_t p;
@@ -869,7 +825,7 @@ static PyObject *cdispatch_java_hash(PyObject *self, PyObject *arg)
     Py_buffer view;
     if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
         return NULL;
-    if (!utf8_valid(view.buf, view.len)) {
+    if (!rmq_utf8_ok(view.buf, view.len)) {
         PyBuffer_Release(&view);
         PyErr_SetString(PyExc_ValueError, "not UTF-8");
         return NULL;

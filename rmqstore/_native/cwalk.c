@@ -18,6 +18,7 @@
 
 #include "crc32.h"
 #include "record.h"
+#include "utf8.h"
 
 static PyObject *cwalk_crc32(PyObject *self, PyObject *args)
 {
@@ -43,59 +44,6 @@ enum { RMQ_STOPPED = 0, RMQ_BLANK = 1, RMQ_UNWRITTEN = 2, RMQ_OUT_OF_BYTES = 3, 
 #define RMQ_MIN_RECORD_SIZE 91
 #define RMQ_HEAD_SIZE 40 /* TOTALSIZE .. SYSFLAG */
 
-/* strict UTF-8 as Python's decoder: no overlongs, no surrogates, nothing past U+10FFFF */
-static int rmq_utf8_ok(const unsigned char *s, int64_t n)
-{
-    int64_t i = 0;
-    while (i < n) {
-        while (i + 8 <= n) { /* ASCII runs, 8 bytes at a time */
-            uint64_t w;
-            memcpy(&w, s + i, 8);
-            if (w & 0x8080808080808080ull)
-                break;
-            i += 8;
-        }
-        if (i >= n)
-            break;
-        unsigned char c = s[i];
-        if (c < 0x80) {
-            i++;
-            continue;
-        }
-        if (c < 0xC2)
-            return 0;
-        if (c < 0xE0) {
-            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
-                return 0;
-            i += 2;
-        } else if (c < 0xF0) {
-            if (i + 2 >= n)
-                return 0;
-            unsigned char c1 = s[i + 1];
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xE0 && c1 < 0xA0)
-                return 0; /* overlong */
-            if (c == 0xED && c1 >= 0xA0)
-                return 0; /* surrogate */
-            i += 3;
-        } else if (c < 0xF5) {
-            if (i + 3 >= n)
-                return 0;
-            unsigned char c1 = s[i + 1];
-            if ((c1 & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 || (s[i + 3] & 0xC0) != 0x80)
-                return 0;
-            if (c == 0xF0 && c1 < 0x90)
-                return 0; /* overlong */
-            if (c == 0xF4 && c1 >= 0x90)
-                return 0; /* past U+10FFFF */
-            i += 4;
-        } else {
-            return 0;
-        }
-    }
-    return 1;
-}
 
 /* one record as the walk saw it (the columns of walk(..., records=True)) */
 typedef struct {
