@@ -102,6 +102,10 @@ class MappedFileQueue:
             log.error("create folder %s failed: %s", self.store_path, exc)
             self.create_error = f"cannot create folder {self.store_path}: {disk_problem(self.store_path, exc)}"
             return None
+        except ValueError as exc:  # a name no file system takes: a NUL byte in a topic of a damaged log
+            log.error("create folder %r failed: %s", self.store_path, exc)
+            self.create_error = f"cannot create folder {self.store_path!r}: {exc}"
+            return None
         if self.allocate_service is not None:
             mf = self.allocate_service.put_request_and_return_mapped_file(
                 next_path, next_next, self.mapped_file_size)

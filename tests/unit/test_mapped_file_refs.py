@@ -103,3 +103,14 @@ def test_a_second_process_cannot_start_a_running_store(tmp_path):
     again.start()  # the lock went with the shutdown
     assert (tmp_path / "lock").read_bytes() == b"lock"
     again.shutdown()
+
+
+def test_a_folder_name_no_file_system_takes_is_a_create_failure_not_a_crash(tmp_path):
+    """A damaged log can carry a topic with a NUL byte; its consume-queue folder cannot exist, and
+    dispatch must get the same answer as for a full disk (no file: dispatch stops at that record)."""
+    from rmqstore.mapped_file_queue import MappedFileQueue
+
+    queue = MappedFileQueue(str(tmp_path / "consumequeue" / "Top\x00ic" / "0"), 20 * 10)
+    assert queue.get_last_mapped_file(0) is None
+    assert "embedded null byte" in queue.create_error
+    assert [p.name for p in tmp_path.rglob("*")] in ([], ["consumequeue"])  # (makedirs made the parent first)
