@@ -4,13 +4,13 @@
  * MessageEncoder.encode -> append_encoded -> MappedFile.append_message -> do_append) is the
  * reference; Putter.put / Putter.put_batch do the same work for the common case in one call:
  *
- *   - the gates: the store's state (shut down, slave, not writeable, a Python writer inside
- *     the put lock, a tracer set) and the message's fast check (a Message of a topic already
+ *   - the gates: the store's state (shut down, slave, not writeable, a tracer set) and the message's fast check (a Message of a topic already
  *     checked, a queue id in range, str properties, bytes body, no replay fields);
  *   - the encoding: body CRC, hosts (IPv4/IPv6 and their sys-flag bits), UTF-8 topic and
  *     properties, every header field at the positions of record.h (checked against the
  *     layout table by tests/unit/test_native_put.py);
- *   - under the put lock (the lock object the Python writers take, acquired without blocking):
+ *   - under the put lock (the lock object the Python writers take; tried without blocking, and
+ *     when another writer holds it, waited for with the GIL released, as the pure path waits):
  *     the store timestamp from the store's clock, the last mapped file (a new one through the
  *     commitlog's Python next_file_for_put), the END_OF_FILE blank and the retry in the next
  *     file, the queue offset from the topic-queue table, the physical offset;
@@ -19,17 +19,16 @@
  *
  * Anything else answers None before anything is touched, and the caller runs the pure path:
  * a refusal (the pure path words it), a delay level (the rewrite), a new host string (the pure
- * path parses and caches it), a non-exact type, a lock held by a Python writer.  Replays never
- * come here.
+ * path parses and caches it), a non-exact type.  Replays never come here.
  *
  * Torn writes: a record is written from byte 8 to its end first, then its size and magic in
  * one 8-byte store; a batch writes all its records and the first record's 8 head bytes last.
  * A kill -9 in between leaves the old bytes at the head (zeros in a fresh file): recovery
  * never sees a half record that claims to be whole.
  *
- * The GIL is held throughout (no Python object may change meanwhile) except inside
- * next_file_for_put, which may wait for the allocate service; every object used after that
- * call is held by a strong reference.
+ * The GIL is held throughout (no Python object may change meanwhile) except while waiting for
+ * a busy put lock and inside next_file_for_put, which may wait for the allocate service;
+ * every object used after either is held by a strong reference.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -281,6 +280,8 @@ static int has_delay(const char *p, Py_ssize_t n)
 }
 
 /* the store's state as check_store_status sees it, and no tracer: 1 when a native put may run */
+static long long store_clock(Putter *self, int *err);
+
 static int store_open(Putter *self)
 {
     PyObject *v = PyObject_GetAttr(self->store, s_shutdown_flag);
@@ -314,7 +315,23 @@ static int store_open(Putter *self)
     long long begin;
     if (attr_int(self->commit_log, s_begin_time_in_lock, &begin) < 0)
         return -1;
-    return begin == 0; /* a Python writer is inside the lock: the pure path waits for it */
+    if (begin <= 0)
+        return 1;
+    /* another writer is inside the lock: wait for it (run_locked), unless it has held it past
+     * os_page_cache_busy_timeout_mills -- then the pure path answers OS_PAGECACHE_BUSY */
+    int err = 0;
+    long long now = store_clock(self, &err);
+    if (err)
+        return -1;
+    long long limit;
+    PyObject *t = PyObject_GetAttrString(self->config, "os_page_cache_busy_timeout_mills");
+    if (t == NULL)
+        return -1;
+    int r = int_in(t, LLONG_MIN, LLONG_MAX, &limit);
+    Py_DECREF(t);
+    if (r < 0)
+        return -1;
+    return r == 0 ? 0 : now - begin <= limit;
 }
 
 static int queue_limit(Putter *self, PyObject *topic, PyObject *queue_id)
@@ -746,7 +763,20 @@ static PyObject *run_locked(Putter *self, Work *w)
     }
     int locked = PyObject_IsTrue(got);
     Py_DECREF(got);
-    if (locked <= 0) { /* a Python writer holds it: the pure path waits for it */
+    if (locked == 0) {
+        /* Another writer holds it -- a Python one (a traced put, a replay, a slave's append), or a
+         * compiled one that let the GIL go.  Wait for it as the pure path would, the GIL released
+         * by the lock's own acquire; declining instead sent every put of every thread down the
+         * pure path once one writer was there (each pure put holds the lock across GIL switches). */
+        got = PyObject_CallNoArgs(self->acquire);
+        if (got == NULL) {
+            Py_DECREF(key);
+            return NULL;
+        }
+        locked = PyObject_IsTrue(got);
+        Py_DECREF(got);
+    }
+    if (locked <= 0) {
         Py_DECREF(key);
         return locked < 0 ? NULL : Py_NewRef(Py_None);
     }

@@ -210,14 +210,15 @@ def test_a_file_that_cannot_be_made_is_answered_alike():
     assert failed[2][0].name == "END_OF_FILE"  # the blank written before the failed file
 
 
-def test_a_tracer_or_a_python_writer_in_the_lock_sends_the_put_to_the_pure_path(tmp_path):
+def test_a_tracer_or_a_lock_held_too_long_sends_the_put_to_the_pure_path(tmp_path):
     store = _store(str(tmp_path), True, 65536)
     try:
         msg = _plain(1)[1]
         assert store.put_message(msg).ok  # (the pure path checks the topic)
         assert store._putter.put(msg) is not None
-        store.commit_log.begin_time_in_lock = 1  # a Python writer is inside the lock
-        assert store._putter.put(msg) is None
+        store.commit_log.begin_time_in_lock = 1  # a writer inside the lock since 1970: page cache busy
+        assert store._putter.put(msg) is None  # the pure path answers OS_PAGECACHE_BUSY
+        assert store.put_message(msg).status.name == "OS_PAGECACHE_BUSY"
         store.commit_log.begin_time_in_lock = 0
         held, done = threading.Event(), threading.Event()
 
@@ -229,9 +230,15 @@ def test_a_tracer_or_a_python_writer_in_the_lock_sends_the_put_to_the_pure_path(
         t = threading.Thread(target=writer)
         t.start()
         held.wait(10)
-        assert store._putter.put(msg) is None  # declined, nothing written
+        answers = []
+        waiter = threading.Thread(target=lambda: answers.append(store._putter.put(msg)))
+        waiter.start()
+        waiter.join(0.3)
+        assert waiter.is_alive() and answers == []  # the compiled put waits for the lock, the GIL let go
         done.set()
         t.join()
+        waiter.join(10)
+        assert answers and answers[0] is not None and answers[0].ok  # ... and then puts, compiled
         events = []
 
         class Tracer:
@@ -242,7 +249,7 @@ def test_a_tracer_or_a_python_writer_in_the_lock_sends_the_put_to_the_pure_path(
         assert store._putter.put(msg) is None
         assert store.put_message(msg).ok and "encode" in events
         store.tracer = None
-        assert store.put_message(msg).append_result.logics_offset == 3
+        assert store.put_message(msg).append_result.logics_offset == 4  # 0, 1, the waiter's 2, the traced 3
     finally:
         store.shutdown()
     assert store._putter.put(msg) is None  # shut down: the pure path refuses it
