@@ -148,7 +148,9 @@ print(json.dumps({"missing_or_wrong": bad, "found": len(seen)}))
 _RESUME = _COMMON + """
 import os
 root, mode, filler = sys.argv[1], sys.argv[2], sys.argv[3]
-store = MessageStore(root, config(mode, "{}"))
+# one consume-queue file holds every put: the dispatch thread, running behind the writer, must not
+# meet the full disk creating the next one (that stops puts until a reopen, tested further down)
+store = MessageStore(root, config(mode, json.dumps({"mapped_file_size_consume_queue": 200_000})))
 store.start()
 i, answers = 0, []
 while True:
