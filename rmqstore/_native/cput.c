@@ -10,7 +10,8 @@
  *     properties, every header field at the positions of record.h (checked against the
  *     layout table by tests/unit/test_native_put.py);
  *   - under the put lock (the lock object the Python writers take; tried without blocking, and
- *     when another writer holds it, waited for with the GIL released, as the pure path waits):
+ *     while another writer holds it, tried again after letting the GIL go -- a spin, never a
+ *     blocking wait, see run_locked):
  *     the store timestamp from the store's clock, the last mapped file (a new one through the
  *     commitlog's Python next_file_for_put), the END_OF_FILE blank and the retry in the next
  *     file, the queue offset from the topic-queue table, the physical offset;
@@ -26,13 +27,14 @@
  * A kill -9 in between leaves the old bytes at the head (zeros in a fresh file): recovery
  * never sees a half record that claims to be whole.
  *
- * The GIL is held throughout (no Python object may change meanwhile) except while waiting for
+ * The GIL is held throughout (no Python object may change meanwhile) except between tries of
  * a busy put lock and inside next_file_for_put, which may wait for the allocate service;
  * every object used after either is held by a strong reference.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
+#include <sched.h>
 #include <time.h>
 
 #include "crc32.h"
@@ -763,12 +765,23 @@ static PyObject *run_locked(Putter *self, Work *w)
     }
     int locked = PyObject_IsTrue(got);
     Py_DECREF(got);
-    if (locked == 0) {
+    for (unsigned spins = 0; locked == 0; spins++) {
         /* Another writer holds it -- a Python one (a traced put, a replay, a slave's append), or a
-         * compiled one that let the GIL go.  Wait for it as the pure path would, the GIL released
-         * by the lock's own acquire; declining instead sent every put of every thread down the
-         * pure path once one writer was there (each pure put holds the lock across GIL switches). */
-        got = PyObject_CallNoArgs(self->acquire);
+         * compiled one inside next_file_for_put.  Spin as RocketMQ's PutMessageSpinLock does: let
+         * the GIL go (so the holder can finish), yield, take the GIL back, try again.  Never a
+         * blocking acquire: that hands the lock to a thread without the GIL, which then waits for
+         * the GIL while holding the lock -- the writer holding the GIL finds the lock taken on its
+         * next put and blocks in turn, and every later put pays two hand-offs (a lock convoy:
+         * 4 writers ran at a third of one).  Long holds (a file being allocated) back off to sleeps. */
+        Py_BEGIN_ALLOW_THREADS
+        if (spins < 64) {
+            sched_yield();
+        } else {
+            struct timespec nap = {0, spins < 1024 ? 20000L : 200000L};
+            nanosleep(&nap, NULL);
+        }
+        Py_END_ALLOW_THREADS
+        got = PyObject_CallOneArg(self->acquire, Py_False);
         if (got == NULL) {
             Py_DECREF(key);
             return NULL;
