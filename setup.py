@@ -47,6 +47,7 @@ setup(
         extension("_cput", "cput.c"),
         extension("_cdispatch", "cdispatch.c"),
         extension("_cdecode", "cdecode.c"),
+        extension("_cwait", "cwait.c"),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

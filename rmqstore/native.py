@@ -17,7 +17,10 @@ object, without the GIL:
     the dispatch of a run of records into consume-queue units and index entries
     (:mod:`rmqstore.dispatch`);
 ``rmqstore._cdecode``
-    the full decode of a segment's records into columns (the dump scan, the Spark sources).
+    the full decode of a segment's records into columns (the dump scan, the Spark sources);
+``rmqstore._cwait``
+    the group commit's hand-off to the SYNC_FLUSH writers waiting for it, one wake-up for
+    all of them without the GIL (:mod:`rmqstore.flush`).
 
 Like markupsafe's or PyYAML's speedups, each is optional: where it did not build (no
 compiler, another platform) the pure path runs and nothing else changes.  Equality is
@@ -49,6 +52,7 @@ MODULES = {
     "_cput": "record encode + append",
     "_cdispatch": "dispatch to consume queues + index",
     "_cdecode": "full record decode to columns",
+    "_cwait": "group commit hand-off to waiting writers",
 }
 
 _FORCED = os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")

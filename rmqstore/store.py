@@ -52,7 +52,7 @@ from .commit_log import CommitLog, wall_clock_ms
 from .consume_queue import ConsumeQueue, consume_queue_ids
 from .dispatch import ReputMessageService, builds_consume_queue
 from .index import IndexService
-from . import native_put, recovery
+from . import native, native_put, recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import StoreError, StoreStateError
 from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitService,
@@ -237,7 +237,9 @@ class MessageStore(PutPath, StoreLock):
             self.checkpoint.physic_msg_timestamp = ts
 
         if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
-            self.group_commit_service = GroupCommitService(self.commit_log, on_flushed)
+            cwait = native.module("_cwait", cfg.native)
+            self.group_commit_service = GroupCommitService(self.commit_log, on_flushed,
+                                                           cwait.Gate() if cwait is not None else None)
             self.group_commit_service.start()
         else:
             self.flush_service = FlushRealTimeService(self.commit_log, cfg, on_flushed)

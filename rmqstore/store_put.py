@@ -267,7 +267,8 @@ class PutPath(PutChecks):
             service = self.group_commit_service
             if msg.wait_store_msg_ok:
                 ar = result.append_result
-                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout, on_done)
+                req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout, on_done,
+                                         service.gate)
                 if tr is not None:
                     tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
                              timeout_ms=cfg.sync_flush_timeout)
