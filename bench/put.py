@@ -141,7 +141,7 @@ def main(argv=None) -> int:
         ("single put, ASYNC_FLUSH, 4 threads", lambda: run_single("ASYNC_FLUSH", 4, n_async), None),
         ("single put, SYNC_FLUSH, 1 thread", lambda: run_single("SYNC_FLUSH", 1, n_sync // 4), None),
         ("single put, SYNC_FLUSH, 4 threads", lambda: run_single("SYNC_FLUSH", 4, n_sync), None),
-        ("single put, SYNC_FLUSH, 8 threads", lambda: run_single("SYNC_FLUSH", 8, n_sync), 50_000),
+        ("single put, SYNC_FLUSH, 8 threads", lambda: run_single("SYNC_FLUSH", 8, n_sync), 17_000),
         ("batch put x32, ASYNC_FLUSH, 1 thread", lambda: run_batch("ASYNC_FLUSH", 1, n_batch, 32), 1_000_000),
         ("batch put x32, ASYNC_FLUSH, 4 threads", lambda: run_batch("ASYNC_FLUSH", 4, n_batch, 32), None),
         ("batch put x32, SYNC_FLUSH, 1 thread", lambda: run_batch("SYNC_FLUSH", 1, n_batch // 4, 32), None),
