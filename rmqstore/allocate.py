@@ -26,6 +26,7 @@ import itertools
 import logging
 import threading
 
+from . import native
 from .mapped_file import MappedFile
 
 __all__ = ["TransientStorePool", "AllocateRequest", "AllocateMappedFileService"]
@@ -190,7 +191,7 @@ class AllocateMappedFileService:
                     mf.warm_mapped_file(cfg.flush_disk_type.value == "SYNC_FLUSH",
                                         cfg.flush_least_pages_when_warm_mapped_file)
                 elif cfg.pre_fault_mapped_file and mf.write_buffer is None:
-                    mf.pre_fault()
+                    mf.pre_fault(native.module("_cput", cfg.native))
             with self._cv:
                 cancelled = self._table.get(req.file_path) is not req
                 if not cancelled:

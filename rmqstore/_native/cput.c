@@ -35,6 +35,9 @@
 #include <Python.h>
 #include <structmember.h>
 #include <sched.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "crc32.h"
@@ -1260,7 +1263,34 @@ static PyTypeObject PutterType = {
 
 /* -- module ----------------------------------------------------------------------------------- */
 
+/* the allocate service's pre-fault of a fresh file: one madvise(MADV_POPULATE_WRITE) over the
+ * whole mapping with the GIL released.  CPython's mmap.madvise holds the GIL, and populating
+ * 64 MiB (zeroing 16,384 pages) takes tens of milliseconds: the writers stopped for that long
+ * every file -- at a million 1 KiB puts a second, a new file every 60 ms. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux >= 5.14 */
+#endif
+
+static PyObject *pre_fault(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    long page = sysconf(_SC_PAGESIZE);
+    int r = -1;
+    if (page > 0 && ((uintptr_t)view.buf % (uintptr_t)page) == 0) {
+        Py_BEGIN_ALLOW_THREADS
+        r = madvise(view.buf, (size_t)view.len, MADV_POPULATE_WRITE);
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(r == 0);
+}
+
 static PyMethodDef cput_methods[] = {
+    {"pre_fault", pre_fault, METH_O,
+     "Fault every page of a page-aligned writable mapping in (madvise MADV_POPULATE_WRITE), the GIL "
+     "released; False where the kernel refuses (too old, not a mapping)."},
     {NULL, NULL, 0, NULL},
 };
 

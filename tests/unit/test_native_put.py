@@ -13,8 +13,10 @@ bytes (tests/compat/test_put_replay.py's replay and comparisons).
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 import threading
+import time
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
@@ -264,3 +266,46 @@ def test_fixtures_replayed_through_the_native_put_give_rocketmq_bytes(tmp_path):
         assert replay.store.stats.native()["ok"] > 0, name
         test_every_put_ok_result_matches(replay)
         test_commitlog_files_are_byte_identical(replay)
+
+
+def test_the_compiled_pre_fault_answers_as_mmap_madvise_and_lets_the_gil_go(tmp_path):
+    """``_cput.pre_fault`` populates a fresh file's pages as ``MappedFile.pre_fault`` does, bytes unchanged,
+    and other threads run meanwhile (``mmap.madvise`` holds the GIL for the whole 64 MiB)."""
+    from rmqstore.mapped_file import MappedFile
+
+    cput = compiled_module("_cput")
+    size = 64 << 20
+    pure_file = MappedFile(str(tmp_path / "00000000000000000000"), size)
+    fast_file = MappedFile(str(tmp_path / f"{size:020d}"), size)
+    try:
+        expected = pure_file.pre_fault()
+        ticks = []
+        stop = threading.Event()
+
+        def count():
+            while not stop.is_set():
+                ticks.append(1)
+
+        # a long switch interval: the counting thread gets the GIL only when the call lets it go
+        interval = sys.getswitchinterval()
+        sys.setswitchinterval(0.5)
+        counter = threading.Thread(target=count)
+        counter.start()
+        try:
+            time.sleep(0.01)
+            before = len(ticks)
+            got = fast_file.pre_fault(cput)
+            during = len(ticks) - before
+        finally:
+            stop.set()
+            counter.join()
+            sys.setswitchinterval(interval)
+        assert got is expected
+        assert fast_file.mapped[:4096] == bytes(4096) and fast_file.mapped[size - 4096:] == bytes(4096)
+        if got:  # the kernel populated 16,384 pages: the counting thread ran while it did
+            assert during > 0
+    finally:
+        pure_file.destroy()
+        fast_file.destroy()
+    with pytest.raises(BufferError):
+        cput.pre_fault(b"read-only bytes")
