@@ -58,7 +58,8 @@ class StoreConfig:
     use_reentrant_lock_when_put_message: bool = True
     warm_mapped_file_enable: bool = False
     #: ours, not RocketMQ's: the allocate service pre-faults each new commitlog file
-    #: (madvise POPULATE_WRITE) so puts do not page-fault; see MappedFile.pre_fault
+    #: (madvise POPULATE_WRITE) so puts do not page-fault; see MappedFile.pre_fault.
+    #: Not with SYNC_FLUSH, whose next flush would write the whole file's zeros back first
     pre_fault_mapped_file: bool = True
     flush_least_pages_when_warm_mapped_file: int = 1024 // 4 * 16
     max_msgs_num_batch: int = 64

@@ -355,6 +355,11 @@ class MappedFile:
         service pays it ahead of time on its own thread.  False where the kernel lacks it.
         ``cput``: the compiled put module, whose ``pre_fault`` makes the same call with the
         GIL released (``mmap.madvise`` holds it for the tens of milliseconds 64 MiB take).
+
+        The pages it makes are dirty (zeros written, as far as the page cache knows): the
+        next ``fdatasync`` of the file writes all of them back.  With ASYNC_FLUSH that is
+        background work; a group commit would make its waiting puts wait for it (170 ms for
+        64 MiB here), so the allocate service does not pre-fault under SYNC_FLUSH.
         """
         if cput is not None:
             return cput.pre_fault(self.mapped)

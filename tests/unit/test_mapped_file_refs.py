@@ -4,6 +4,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from rmqstore import Message, MessageStore, PutMessageStatus, StoreConfig
 from rmqstore.allocate import AllocateMappedFileService
 from rmqstore.mapped_file import MappedFile
@@ -114,3 +116,32 @@ def test_a_folder_name_no_file_system_takes_is_a_create_failure_not_a_crash(tmp_
     assert queue.get_last_mapped_file(0) is None
     assert "embedded null byte" in queue.create_error
     assert [p.name for p in tmp_path.rglob("*")] in ([], ["consumequeue"])  # (makedirs made the parent first)
+
+
+@pytest.mark.parametrize("flush, pre_faulted", [("ASYNC_FLUSH", True), ("SYNC_FLUSH", False)])
+def test_the_allocate_service_pre_faults_new_commitlog_files_unless_sync_flush(tmp_path, monkeypatch, flush,
+                                                                               pre_faulted):
+    """Pre-faulted pages are dirty zeros: under SYNC_FLUSH the group commit's next fdatasync would
+    write the whole file back while the puts wait, so the service leaves the file sparse there."""
+    calls = []
+    real = MappedFile.pre_fault
+    monkeypatch.setattr(MappedFile, "pre_fault", lambda self, cput=None: calls.append(self.file_name) or
+                        real(self, cput))
+    cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, flush_disk_type=flush)
+    svc = AllocateMappedFileService(cfg)
+    svc.start()
+    names = [str(tmp_path / f"{i << 20:020d}") for i in range(3)]
+    made = []
+    try:
+        made.append(svc.put_request_and_return_mapped_file(names[0], names[1], 1 << 20))
+        made.append(svc.put_request_and_return_mapped_file(names[1], names[2], 1 << 20))  # made ahead
+        assert all(mf is not None for mf in made)
+    finally:
+        svc.shutdown()
+        for mf in made:
+            if mf is not None:
+                mf.destroy()
+    if pre_faulted:
+        assert set(names[:2]) <= set(calls)
+    else:
+        assert calls == []
