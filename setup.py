@@ -13,7 +13,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 SRC = os.path.join("rmqstore", "_native")
-HEADERS = [os.path.join(SRC, h) for h in ("crc32.h", "record.h", "utf8.h")]
+HEADERS = [os.path.join(SRC, h) for h in ("crc32.h", "record.h", "step.h", "utf8.h")]
 CFLAGS = ["-O3", "-std=c11", "-fno-strict-aliasing", "-Wall", "-Wno-unused-function"]
 
 

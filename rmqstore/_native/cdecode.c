@@ -1,8 +1,8 @@
 /* rmqstore._cdecode: the full decode of a segment's records into columns, compiled.
  *
  * decode(buf, pos, base, ...) walks buf from the record boundary `pos` exactly as
- * rmqstore.walk.step would (the same decision table: blank, unwritten, out of bytes,
- * corrupt; lenient or strict; the body CRC on request) and returns every field that
+ * rmqstore.walk.step would (the same decision table, step.h's rmq_step: blank, unwritten,
+ * out of bytes, corrupt; lenient or strict; the body CRC on request) and returns every field that
  * rmqstore.record.decode_record gives, one column per field, plus where and why the
  * walk stopped.  Two passes:
  *
@@ -23,16 +23,14 @@
 
 #include "crc32.h"
 #include "record.h"
+#include "step.h"
 #include "utf8.h"
 
-/* the layout table's magic codes (rmqstore/layout.py); tests compare them with the table */
-#define DEC_MAGIC_V1 ((int32_t)0xDAA320A7u)
-#define DEC_MAGIC_V2 ((int32_t)0xDAA320ABu)
-#define DEC_MAGIC_BLANK ((int32_t)0xCBD43194u)
-#define DEC_MIN_RECORD 91
 #define DEC_HEAD 40 /* total .. sys_flag */
 
-enum { K_NONE = 0, K_BLANK, K_UNWRITTEN, K_OUT_OF_BYTES, K_CORRUPT };
+/* step.h's end kinds, with 0 (RMQ_STOPPED, which the decode never ends with) meaning a record */
+enum { K_NONE = 0, K_BLANK = RMQ_BLANK, K_UNWRITTEN = RMQ_UNWRITTEN, K_OUT_OF_BYTES = RMQ_OUT_OF_BYTES,
+       K_CORRUPT = RMQ_CORRUPT };
 static const char *const KIND_NAMES[] = {NULL, "blank", "unwritten", "out_of_bytes", "corrupt"};
 
 typedef struct {
@@ -42,74 +40,26 @@ typedef struct {
 } rec_t;
 
 
-static int header_size(int32_t sys_flag)
-{
-    return rmq_pos_body_length(sys_flag) + 4;
-}
-
-/* walk.step at `pos`: K_NONE and *r filled for a message record, else the end's kind */
+/* walk.step at `pos` (step.h): K_NONE and *r filled for a message record, else the end's kind */
 static int step_at(const unsigned char *b, Py_ssize_t size, Py_ssize_t lim, Py_ssize_t pos, long long base,
                    int crc, int strict, rec_t *r, int32_t *blank_size)
 {
-    if (pos < 0 || pos + 8 > lim)
-        return K_OUT_OF_BYTES;
-    const unsigned char *p = b + pos;
-    int32_t total = rmq_get_i32(p), magic = rmq_get_i32(p + 4);
-    if (magic == DEC_MAGIC_BLANK) {
-        *blank_size = total;
-        return K_BLANK;
-    }
-    if (magic != DEC_MAGIC_V1 && magic != DEC_MAGIC_V2)
-        return (total == 0 && magic == 0) ? K_UNWRITTEN : K_CORRUPT;
-    if (total < DEC_MIN_RECORD)
-        return K_CORRUPT;
-    Py_ssize_t rec_end = pos + (Py_ssize_t)total;
-    if (rec_end > lim)
-        return rec_end <= size ? K_OUT_OF_BYTES : K_CORRUPT;
-    /* the whole record is readable from here on: total >= 91 > DEC_HEAD */
-    int32_t sys_flag = rmq_get_i32(p + RMQ_POS_SYSFLAG);
-    int tl = magic == DEC_MAGIC_V2 ? 2 : 1;
-    Py_ssize_t body_at = pos + header_size(sys_flag);
-    if (body_at + tl + 2 > rec_end)
-        return K_CORRUPT;
-    int32_t body_len = rmq_get_i32(b + body_at - 4);
-    if (body_len < 0)
-        return K_CORRUPT;
-    Py_ssize_t topic_at = body_at + body_len;
-    if (topic_at + tl + 2 > rec_end)
-        return K_CORRUPT;
-    int32_t topic_len = tl == 2 ? (int16_t)rmq_get_u16(b + topic_at) : (int8_t)b[topic_at];
-    if (topic_len < 0)
-        return K_CORRUPT;
-    Py_ssize_t props_at = topic_at + tl + topic_len;
-    if (props_at + 2 > rec_end)
-        return K_CORRUPT;
-    int32_t props_len = (int16_t)rmq_get_u16(b + props_at);
-    if (props_at + 2 + props_len != rec_end)
-        return K_CORRUPT;
-    if (!rmq_utf8_ok(b + topic_at + tl, topic_len) || !rmq_utf8_ok(b + props_at + 2, props_len))
-        return K_CORRUPT;
-    int8_t crc_ok = -1;
-    if (crc) {
-        uint32_t c = rmq_crc32(0, b + body_at, (size_t)body_len) & 0x7FFFFFFFu;
-        crc_ok = (int32_t)c == rmq_get_i32(p + RMQ_POS_BODYCRC);
-    }
-    if (strict) {
-        if (crc_ok == 0 && body_len > 0)
-            return K_CORRUPT;
-        if (rmq_get_i64(p + RMQ_POS_PHYSICALOFFSET) != base + (long long)pos)
-            return K_CORRUPT;
-    }
+    rmq_step_t s;
+    rmq_step(b, size, lim, pos, base, crc, strict, &s);
+    if (s.kind == RMQ_BLANK)
+        *blank_size = (int32_t)s.size;
+    if (s.kind != RMQ_RECORD)
+        return s.kind;
     r->pos = pos;
-    r->total = total;
-    r->sys_flag = sys_flag;
-    r->body_at = body_at;
-    r->body_len = body_len;
-    r->topic_at = topic_at + tl;
-    r->topic_len = topic_len;
-    r->props_at = props_at + 2;
-    r->props_len = props_len;
-    r->crc_ok = crc_ok;
+    r->total = (int32_t)s.size;
+    r->sys_flag = s.sys_flag;
+    r->body_at = s.body_at;
+    r->body_len = s.body_len;
+    r->topic_at = s.topic_at;
+    r->topic_len = s.topic_len;
+    r->props_at = s.props_at;
+    r->props_len = s.props_len;
+    r->crc_ok = (int8_t)s.crc_ok;
     return K_NONE;
 }
 
@@ -537,7 +487,7 @@ static void facts_run(const unsigned char *b, Py_ssize_t end, Py_ssize_t pos, in
         const unsigned char *r = b + pos;
         int64_t total = rmq_get_i32(r + RMQ_POS_TOTALSIZE);
         int32_t magic = rmq_get_i32(r + RMQ_POS_MAGIC);
-        if ((magic != DEC_MAGIC_V1 && magic != DEC_MAGIC_V2) || total < DEC_MIN_RECORD || total > end - pos)
+        if ((magic != RMQ_MESSAGE_MAGIC_CODE && magic != RMQ_MESSAGE_MAGIC_CODE_V2) || total < RMQ_MIN_RECORD_SIZE || total > end - pos)
             break;
         int32_t sys_flag = rmq_get_i32(r + RMQ_POS_SYSFLAG);
         int64_t ts_at = rmq_pos_store_timestamp(sys_flag);
@@ -574,7 +524,7 @@ static PyObject *cdecode_record_facts(PyObject *self, PyObject *args)
     facts_t f = {0};
     f.stop = start;
     f.flagged = -1;
-    Py_ssize_t cap = (end > start ? end - start : 0) / DEC_MIN_RECORD + 1;
+    Py_ssize_t cap = (end > start ? end - start : 0) / RMQ_MIN_RECORD_SIZE + 1;
     f.starts = malloc((size_t)cap * sizeof(int64_t));
     if (f.starts == NULL) {
         PyBuffer_Release(&view);
@@ -666,9 +616,9 @@ static int cdecode_exec(PyObject *m)
     Py_DECREF(array_mod);
     if (array_type == NULL)
         return -1;
-    PyObject *magics = Py_BuildValue("{s:i,s:i,s:i,s:i}", "MESSAGE_MAGIC_CODE", (int)DEC_MAGIC_V1,
-                                     "MESSAGE_MAGIC_CODE_V2", (int)DEC_MAGIC_V2, "BLANK_MAGIC_CODE",
-                                     (int)DEC_MAGIC_BLANK, "MIN_RECORD_SIZE", DEC_MIN_RECORD);
+    PyObject *magics = Py_BuildValue("{s:i,s:i,s:i,s:i}", "MESSAGE_MAGIC_CODE", (int)RMQ_MESSAGE_MAGIC_CODE,
+                                     "MESSAGE_MAGIC_CODE_V2", (int)RMQ_MESSAGE_MAGIC_CODE_V2, "BLANK_MAGIC_CODE",
+                                     (int)RMQ_BLANK_MAGIC_CODE, "MIN_RECORD_SIZE", RMQ_MIN_RECORD_SIZE);
     if (magics == NULL || PyModule_AddObject(m, "CONSTANTS", magics) < 0) {
         Py_XDECREF(magics);
         return -1;

@@ -6,7 +6,7 @@
  *
  *   parse(buf, start, limit, delay_table, max_records, with_keys) -> Batch
  *       walks the records of a mapped commitlog file from `start` (a record boundary) up to
- *       `limit` (the readable end) with the walk's rules (rmqstore/walk.py, non-strict, no
+ *       `limit` (the readable end) with the walk's rules (step.h's rmq_step, non-strict, no
  *       CRC), and for each record computes what the pure DispatchRequest carries: the tags
  *       code (Java String.hashCode of TAGS over UTF-16 code units; on SCHEDULE_TOPIC_XXXX
  *       the delivery time of the DELAY level), and, with `with_keys`, the index hash of
@@ -37,9 +37,9 @@
 
 #include "crc32.h"
 #include "record.h"
+#include "step.h"
 #include "utf8.h"
 
-#define RMQ_MIN_RECORD_SIZE 91
 #define RMQ_TX_MASK 0xC
 #define RMQ_TX_NOT 0x0
 #define RMQ_TX_COMMIT 0x8
@@ -388,34 +388,16 @@ static void parse_run(BatchObject *b, parse_args *a, Py_ssize_t pos)
         }
         if (pos < 0 || pos + 8 > lim)
             break;
+        rmq_step_t st; /* the one step (step.h): anything but a whole record ends the run */
+        rmq_step(buf, lim, lim, pos, 0, 0, 0, &st);
+        if (st.kind != RMQ_RECORD)
+            break; /* a blank, unwritten space, the readable end or garbage: walk.step says which */
         const unsigned char *r = buf + pos;
-        int64_t total = rmq_get_i32(r + RMQ_POS_TOTALSIZE);
-        int32_t magic = rmq_get_i32(r + RMQ_POS_MAGIC);
-        if (magic != RMQ_MESSAGE_MAGIC_CODE && magic != RMQ_MESSAGE_MAGIC_CODE_V2)
-            break; /* a blank, unwritten space or garbage: walk.step says which */
-        if (total < RMQ_MIN_RECORD_SIZE || total > lim - pos)
-            break;
-        int v2 = magic == RMQ_MESSAGE_MAGIC_CODE_V2;
-        int64_t tl = v2 ? 2 : 1;
-        int32_t sys_flag = rmq_get_i32(r + RMQ_POS_SYSFLAG);
-        int64_t body_at = rmq_pos_body_length(sys_flag) + 4;
-        if (body_at + tl + 2 > total)
-            break;
-        int64_t body_len = rmq_get_i32(r + body_at - 4);
-        if (body_len < 0 || body_at + body_len + tl + 2 > total)
-            break;
-        int64_t topic_at = body_at + body_len;
-        int64_t topic_len = v2 ? (int16_t)rmq_get_u16(r + topic_at) : (int8_t)r[topic_at];
-        int64_t props_at = topic_at + tl + topic_len;
-        if (topic_len < 0 || props_at + 2 > total)
-            break;
-        int64_t props_len = (int16_t)rmq_get_u16(r + props_at);
-        if (props_at + 2 + props_len != total)
-            break;
-        const unsigned char *topic = r + topic_at + tl;
-        const unsigned char *props = r + props_at + 2;
-        if (!rmq_utf8_ok(topic, topic_len) || !rmq_utf8_ok(props, props_len))
-            break;
+        const int64_t total = st.size;
+        const int32_t sys_flag = st.sys_flag;
+        const unsigned char *topic = buf + st.topic_at;
+        const unsigned char *props = buf + st.props_at;
+        const int64_t topic_len = st.topic_len, props_len = st.props_len;
 
         props_t p;
         scan_properties(props, props_len, &p);

@@ -1,6 +1,7 @@
 /* rmqstore._cwalk: the segment walk with its body CRC, compiled (see rmqstore/native.py).
  *
- * walk() is rmqstore.walk.step in a loop -- the same decision table, in the same order, so
+ * walk() is rmqstore.walk.step in a loop -- the same decision table (step.h, shared with the
+ * dispatch parse and the full decode), in the same order, so
  * a walk ends at the same position with the same End kind (tests/unit/test_native_walk.py
  * proves it against the pure walk over every fixture segment and random garbage).  It
  * only reports *where* and *which kind*; rmqstore.walk re-runs the pure step at that one
@@ -18,6 +19,7 @@
 
 #include "crc32.h"
 #include "record.h"
+#include "step.h"
 #include "utf8.h"
 
 static PyObject *cwalk_crc32(PyObject *self, PyObject *args)
@@ -39,10 +41,6 @@ static PyObject *cwalk_crc32(PyObject *self, PyObject *args)
 }
 
 
-/* the End kinds, as rmqstore.walk numbers them (walk._KIND_OF_CODE) */
-enum { RMQ_STOPPED = 0, RMQ_BLANK = 1, RMQ_UNWRITTEN = 2, RMQ_OUT_OF_BYTES = 3, RMQ_CORRUPT = 4 };
-#define RMQ_MIN_RECORD_SIZE 91
-#define RMQ_HEAD_SIZE 40 /* TOTALSIZE .. SYSFLAG */
 
 
 /* one record as the walk saw it (the columns of walk(..., records=True)) */
@@ -82,101 +80,6 @@ static void rmq_push_i64(rmq_vec *v, int64_t x)
 }
 
 typedef struct {
-    int kind;          /* RMQ_* */
-    int64_t size;      /* the record's total size (a record) */
-    int64_t magic, crc, queue_id, queue_offset, phys, sys_flag, body_len;
-    int crc_ok;        /* -1: not computed */
-} rmq_step_t;
-
-/* rmqstore.walk.step: what starts at p[pos:] in a segment of `size` bytes readable to `lim` */
-static void rmq_step(const unsigned char *p, int64_t size, int64_t lim, int64_t pos, int64_t base, int crc,
-                     int strict, rmq_step_t *out)
-{
-    out->crc_ok = -1;
-    out->size = 0;
-    if (pos < 0 || pos + 8 > lim) {
-        out->kind = RMQ_OUT_OF_BYTES;
-        return;
-    }
-    const unsigned char *r = p + pos;
-    int32_t total = rmq_get_i32(r + RMQ_POS_TOTALSIZE);
-    int32_t magic = rmq_get_i32(r + RMQ_POS_MAGIC);
-    out->magic = magic;
-    if (magic == RMQ_BLANK_MAGIC_CODE) {
-        out->kind = RMQ_BLANK;
-        out->size = total;
-        return;
-    }
-    if (magic != RMQ_MESSAGE_MAGIC_CODE && magic != RMQ_MESSAGE_MAGIC_CODE_V2) {
-        out->kind = (total == 0 && magic == 0) ? RMQ_UNWRITTEN : RMQ_CORRUPT;
-        return;
-    }
-    int64_t rec_end = pos + (int64_t)total;
-#if defined(__GNUC__)
-    if (total >= RMQ_MIN_RECORD_SIZE && rec_end + 64 <= lim) {
-        __builtin_prefetch(p + rec_end);       /* the next record's head */
-        __builtin_prefetch(p + rec_end - 64);  /* this record's topic and properties */
-    }
-#endif
-    if (total < RMQ_MIN_RECORD_SIZE) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    if (rec_end > lim) {
-        out->kind = rec_end <= size ? RMQ_OUT_OF_BYTES : RMQ_CORRUPT;
-        return;
-    }
-    /* from here the whole record [pos, rec_end) is readable, and it holds the 40-byte head */
-    int32_t stored_crc = rmq_get_i32(r + RMQ_POS_BODYCRC);
-    int32_t sys_flag = rmq_get_i32(r + RMQ_POS_SYSFLAG);
-    int64_t phys = rmq_get_i64(r + RMQ_POS_PHYSICALOFFSET);
-    int v2 = magic == RMQ_MESSAGE_MAGIC_CODE_V2;
-    int64_t tl_size = v2 ? 2 : 1;
-    int64_t body_at = pos + rmq_pos_body_length(sys_flag) + 4;
-    if (body_at + tl_size + 2 > rec_end) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    int32_t body_len = rmq_get_i32(p + body_at - 4);
-    int64_t topic_at = body_at + body_len;
-    if (body_len < 0 || topic_at + tl_size + 2 > rec_end) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    int64_t topic_len = v2 ? (int64_t)(int16_t)rmq_get_u16(p + topic_at) : (int64_t)(int8_t)p[topic_at];
-    int64_t props_at = topic_at + tl_size + topic_len;
-    if (topic_len < 0 || props_at + 2 > rec_end) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    int64_t props_len = (int16_t)rmq_get_u16(p + props_at);
-    if (props_at + 2 + props_len != rec_end) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    if (!rmq_utf8_ok(p + topic_at + tl_size, topic_len) || !rmq_utf8_ok(p + props_at + 2, props_len)) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    if (crc) {
-        uint32_t c = rmq_crc32(0, p + body_at, (size_t)body_len) & 0x7FFFFFFFu;
-        out->crc_ok = (int64_t)c == (int64_t)stored_crc;
-    }
-    if (strict && ((out->crc_ok == 0 && body_len > 0) || phys != base + pos)) {
-        out->kind = RMQ_CORRUPT;
-        return;
-    }
-    out->kind = -1; /* a record */
-    out->size = total;
-    out->crc = stored_crc;
-    out->sys_flag = sys_flag;
-    out->body_len = body_len;
-    out->queue_id = rmq_get_i32(r + RMQ_POS_QUEUEID);
-    out->queue_offset = rmq_get_i64(r + RMQ_POS_QUEUEOFFSET);
-    out->phys = phys;
-}
-
-typedef struct {
     int64_t pos, records, used;
     int kind;
     int64_t end_size; /* the ending step's size (a blank's declared size) */
@@ -195,7 +98,7 @@ static void rmq_walk(const unsigned char *p, int64_t size, int64_t lim, int64_t 
             break;
         }
         rmq_step(p, size, lim, pos, base, crc, strict, &s);
-        if (s.kind >= 0) {
+        if (s.kind != RMQ_RECORD) {
             end->kind = s.kind;
             end->end_size = s.size;
             break;
@@ -205,7 +108,9 @@ static void rmq_walk(const unsigned char *p, int64_t size, int64_t lim, int64_t 
         int64_t at = base + pos;
         if (crc_failures != NULL && s.crc_ok == 0)
             rmq_push_i64(crc_failures, at);
-        if (mismatches != NULL && s.phys != at)
+        const unsigned char *r = p + pos;
+        int64_t phys = rmq_get_i64(r + RMQ_POS_PHYSICALOFFSET);
+        if (mismatches != NULL && phys != at)
             rmq_push_i64(mismatches, at);
         if (spans != NULL) {
             rmq_span *sp = rmq_vec_push(spans);
@@ -213,10 +118,10 @@ static void rmq_walk(const unsigned char *p, int64_t size, int64_t lim, int64_t 
                 sp->pos = at;
                 sp->size = s.size;
                 sp->magic = s.magic;
-                sp->crc = s.crc;
-                sp->queue_id = s.queue_id;
-                sp->queue_offset = s.queue_offset;
-                sp->physical_offset = s.phys;
+                sp->crc = rmq_get_i32(r + RMQ_POS_BODYCRC);
+                sp->queue_id = rmq_get_i32(r + RMQ_POS_QUEUEID);
+                sp->queue_offset = rmq_get_i64(r + RMQ_POS_QUEUEOFFSET);
+                sp->physical_offset = phys;
                 sp->crc_ok = s.crc_ok;
                 sp->sys_flag = s.sys_flag;
                 sp->body_len = s.body_len;
