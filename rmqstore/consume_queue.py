@@ -48,10 +48,11 @@ def iter_units(buf, start: int = 0, end: int | None = None):
         yield pos, offset, size, tags
 
 
-def _unit_run(buf, end: int, phy_limit: int):
+def _unit_run(buf, end: int, phy_limit: int, use_native: bool = True):
     """(stop, (offset, size) of the unit before it, or None): the valid units pointing before ``phy_limit``
-    at the start of ``buf[:end]`` -- compiled (``rmqstore._cdecode.unit_run``) where it is built."""
-    c = native.module("_cdecode")
+    at the start of ``buf[:end]`` -- compiled (``rmqstore._cdecode.unit_run``) where it is built and
+    ``use_native`` (the store's ``StoreConfig.native``) does not ask for the pure path."""
+    c = native.module("_cdecode", use_native)
     if c is not None:
         return c.unit_run(buf, end, phy_limit)
     stop, last = 0, None
@@ -67,8 +68,9 @@ _NO_LIMIT = (1 << 63) - 1
 
 class ConsumeQueue:
     def __init__(self, root: str, topic: str, queue_id: int, mapped_file_size: int, *,
-                 read_only: bool = False):
+                 read_only: bool = False, native: bool = True):
         self.topic = topic
+        self.native = native  # False: recovery scans the units in Python (StoreConfig.native)
         self.queue_id = queue_id
         self.store_path = consume_queue_dir(root, topic, queue_id)
         self.mapped_file_size = mapped_file_size
@@ -90,7 +92,7 @@ class ConsumeQueue:
         pos_in_file = 0
         while True:
             mf = files[index]
-            pos_in_file, last = _unit_run(mf.mapped, self.mapped_file_size, _NO_LIMIT)
+            pos_in_file, last = _unit_run(mf.mapped, self.mapped_file_size, _NO_LIMIT, self.native)
             if last is not None:
                 self.max_physic_offset = last[0] + last[1]
             process_offset = mf.file_from_offset
@@ -109,7 +111,7 @@ class ConsumeQueue:
         self.max_physic_offset = phy_offset
         while queue.mapped_files:
             mf = queue.mapped_files[-1]
-            stop, last = _unit_run(mf.mapped, self.mapped_file_size, phy_offset)
+            stop, last = _unit_run(mf.mapped, self.mapped_file_size, phy_offset, self.native)
             mf.set_positions(stop)
             if last is not None:
                 self.max_physic_offset = last[0] + last[1]

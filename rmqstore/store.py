@@ -337,7 +337,7 @@ class MessageStore(PutPath, StoreLock):
                 cq = self.consume_queue_table.get(key)
                 if cq is None:
                     cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue,
-                                      read_only=self.read_only)
+                                      read_only=self.read_only, native=self.config.native)
                     self.consume_queue_table[key] = cq
         return cq
 

@@ -15,8 +15,9 @@ go the same way:
    dropped from the stored text (9 bytes saved per message, as 4.9.8 does); born host is the
    connection's peer address, store host the broker's own.
 3. **the put**: :meth:`MessageStore.async_put_message` -- the append happens at once; with
-   SYNC_FLUSH the wait for the flush runs on the store's pool while the event loop serves
-   other connections -- and the store's :class:`PutMessageStatus` mapped to a response
+   SYNC_FLUSH (or SYNC_MASTER) the future is completed by the group commit (or the replica
+   service) while the event loop serves other connections, no thread waiting per put -- and
+   the store's :class:`PutMessageStatus` mapped to a response
    code, with msgId, queueId and queueOffset in the response header.  The body and properties
    limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:
    its refusal (MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED) becomes MESSAGE_ILLEGAL here.

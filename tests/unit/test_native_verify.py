@@ -283,6 +283,27 @@ def test_read_only_open_recovers_the_same_queues_both_ways(name, tmp_path):
     assert queues(False) == queues(True)
 
 
+def test_a_store_asking_for_the_pure_path_recovers_its_queues_in_python(tmp_path):
+    """``StoreConfig(native=False)`` reaches the consume queues' recovery too (their unit scan)."""
+    import dataclasses
+
+    from rmqstore.store import open_store
+    from rmqstore.store_dir import infer_config
+
+    root = copy_store("basic", str(tmp_path), drop_index=False)
+    sizes = infer_config(root)
+    real = native.module
+    for use_native in (False, True):
+        asked = []
+        with mock.patch.object(native, "module", lambda n, s=True: asked.append((n, s)) or real(n, s)):
+            store = open_store(root, read_only=True, config=dataclasses.replace(sizes, native=use_native))
+        try:
+            assert store.consume_queue_table
+        finally:
+            store.close()
+        assert ("_cdecode", use_native) in asked and ("_cdecode", not use_native) not in asked
+
+
 @pytest.mark.parametrize("name", ["basic", "txn_delay"])
 def test_every_record_damaged_gives_the_same_report(name, tmp_path):
     """Every record's body CRC wrong (a log the rules see record by record): the same report, each
