@@ -138,8 +138,9 @@ import mmap
 import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
-from .dispatch import dispatch_request
+from .dispatch import delay_table, dispatch_request, reput_segment_native
 from .layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION, store_timestamp_position
+from .native import module as native_module
 from .record import decode_record
 from .recovery_differences import DIFFERENCES
 from .recovery_leftovers import remove_creation_leftovers, remove_interrupted_allocations
@@ -198,24 +199,35 @@ def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: i
     return step(buf, pos, file_from_offset, limit, crc=check_crc, strict=True)
 
 
-def _walk(store, index: int, dispatch=None, until: int | None = None) -> int:
+def _walk(store, index: int, dispatch=None, until: int | None = None, *, bulk: bool = False) -> int:
     """Validate from the start of file ``index`` on; the physical offset where the log ends.
 
     ``dispatch`` (a callable) gets the dispatch request of every valid record; ``until``
     stops the walk at a record boundary at or after that offset (the offset is returned).
+    ``bulk`` (``dispatch`` being the store's own ``do_dispatch``): on the compiled path each
+    file is walked first and its valid records then dispatched in bulk, as the reput service
+    does (:func:`rmqstore.dispatch.reput_segment_native`); the same records reach the same
+    queues in the same order, and a dispatch that fails raises at the same record.
     """
     files = store.commit_log.mapped_file_queue.mapped_files
     check_crc = store.config.check_crc_on_recover
     delay_levels = store.commit_log._delay_levels
     native = store.config.native and store.commit_log.tracer is None  # a traced store shows the Python path
+    cdispatch = native_module("_cdispatch", native) if bulk and dispatch is not None else None
+    table = delay_table(delay_levels) if cdispatch is not None else None
     while True:
         mf = files[index]
         on_record = None
-        if dispatch is not None:
+        if dispatch is not None and table is None:
             def on_record(pos, _s, buf=mf.mapped):
                 dispatch(dispatch_request(decode_record(buf, pos), delay_levels))
         end = _walk_file(mf, None if until is None else until - mf.file_from_offset, on_record, check_crc,
                          native, release=store.read_only)
+        if table is not None and end.pos > 0:
+            _, _, failure = reput_segment_native(cdispatch, store, mf.mapped, mf.file_from_offset, 0, end.pos,
+                                                 delay_levels, table)
+            if failure is not None:
+                raise failure
         if end.kind is not End.BLANK:
             if end.kind is not None:
                 log.info("recover physics file end, %s pos=%d (%s)", mf.file_name, end.pos, end.reason)
@@ -283,7 +295,7 @@ def recover_abnormally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
         truncate_dirty_logic_files(store, files[index].file_from_offset)
         if store.config.message_index_enable:
             reindex_before(store, files[index].file_from_offset)
-    end = _walk(store, index, dispatch=None if store.read_only else store.do_dispatch)
+    end = _walk(store, index, dispatch=None if store.read_only else store.do_dispatch, bulk=True)
     _cut(store, end, max_phy_offset_of_consume_queue)
     return end
 

@@ -471,3 +471,46 @@ def test_the_compiled_path_takes_runs_in_bulk(tmp_path):
         assert native.close() == pure.close()
     assert calls == {"native": 3, "pure": 300}
     assert_same_derived_files(tmp_path / "native", tmp_path / "pure")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                  HealthCheck.too_slow])
+@given(msgs=st.lists(message.map(lambda m: dict(m, gap=0)), min_size=1, max_size=60), cq_units=st.integers(2, 9),
+       slots=st.integers(1, 8), entries=st.integers(2, 12), tail=st.sampled_from(TAILS))
+def test_abnormal_recovery_redispatches_the_same(tmp_path_factory, msgs, cq_units, slots, entries, tail):
+    """A crash (the abort file left, no checkpoint): recovery walks the whole log and dispatches every
+    valid record again -- in bulk on the compiled path, record by record on the pure one; same files."""
+    from unittest import mock
+
+    from rmqstore import native as native_mod, recovery
+    from rmqstore.store_paths import abort_path
+
+    compiled_module("_cdispatch")
+    log = Log(file_size=4096)
+    for m in msgs:
+        log.add(m)
+    if tail:
+        log.files[-1] += tail_bytes(tail, log, msgs[-1])[:4096 - len(log.files[-1])]
+    tmp = tmp_path_factory.mktemp("crashed")
+    ends = {}
+    for name, native in (("native", True), ("pure", False)):
+        config = tiny_config(native, cq_units, slots, entries)
+        d = tmp / name / "commitlog"
+        d.mkdir(parents=True)
+        for i, data in enumerate(log.files):
+            (d / offset_to_file_name(i * 4096)).write_bytes(bytes(data[:4096]) + bytes(4096 - len(data[:4096])))
+        open(abort_path(str(tmp / name)), "wb").close()
+        store = MessageStore(tmp / name, config)
+        bulk = []
+        with mock.patch.object(recovery, "reput_segment_native",
+                               lambda *a: bulk.append(a[5]) or reput_segment_native(*a)):
+            store.load()  # the abnormal recovery: its walk dispatched (nothing is started yet)
+        if not native or native_mod.forced_pure():
+            assert bulk == []
+        else:  # the walk's valid bytes of each file, in bulk
+            assert bulk and sum(bulk) >= store.commit_log.get_max_offset() - 4096 * (len(log.files) - 1)
+        ends[name] = (store.commit_log.get_max_offset(),
+                      sorted((k, cq.get_max_offset_in_queue()) for k, cq in store.consume_queue_table.items()))
+        store.close()
+    assert ends["native"] == ends["pure"]
+    assert_same_derived_files(tmp / "native", tmp / "pure")
