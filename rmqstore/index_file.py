@@ -20,6 +20,14 @@ of one is touched before its block is reserved (a page with no block is a SIGBUS
 disk): the header and slots when the file is opened, the entries a few pages ahead of the
 next put.  The files of a store, and what they mean together, are
 :class:`rmqstore.index.IndexService`'s.
+
+Who writes the header.  Two writers, one layout (``INDEX_HEADER``): :meth:`IndexFile._write_header`
+after each key the pure path puts (the whole 40 bytes in one write), and the compiled dispatch's
+``Batch.write_index`` (``rmqstore/_native/cdispatch.c``), which writes a run's entries and slots
+and then the same header once for the run -- the bytes the pure path leaves after that run's last
+key (``tests/unit/test_native_dispatch.py`` compares the files).  :meth:`put_batch` takes the
+counters the C writer reports back into the attributes, so the next pure put continues from them.
+A new file's bounds alone (``_BOUNDS``) are written at its creation.
 """
 
 from __future__ import annotations
