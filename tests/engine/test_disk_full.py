@@ -152,7 +152,9 @@ root, mode, filler = sys.argv[1], sys.argv[2], sys.argv[3]
 # meet the full disk creating the next one (that stops puts until a reopen, tested further down)
 store = MessageStore(root, config(mode, json.dumps({"mapped_file_size_consume_queue": 200_000})))
 store.start()
-i, answers = 0, []
+# the queue's and the index's files are made by the first dispatch: before the disk fills, not while
+assert store.put_message(Message("Full", body(0), queue_id=0)).ok and store.wait_dispatched()
+i, answers = 1, []
 while True:
     r = store.put_message(Message("Full", body(i), queue_id=0))
     i += 1
