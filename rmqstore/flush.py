@@ -28,8 +28,8 @@ The hand-off, twice.  On the pure path a waiting writer blocks on its request's 
 ``threading.Lock`` and the service releases the locks one by one, each release a futex
 wake made holding the GIL.  A service given a ``gate`` (the compiled ``rmqstore._cwait``,
 when the store runs the fast path) gives each request a latch on it instead: the round
-marks its answered requests and wakes them all with one broadcast, the GIL released, and
-the writers sleep and check without the GIL.  Same answers, same order; fewer hand-offs.
+marks its answered requests and wakes them all with one broadcast (one system call, not one
+per writer), and the writers sleep and check without the GIL.  Same answers, same order; fewer hand-offs.
 
 ASYNC_FLUSH -- :class:`FlushRealTimeService` wakes every ``flush_interval_commit_log``
 ms (or when poked) and flushes if at least ``flush_commit_log_least_pages`` pages are

@@ -10,10 +10,11 @@ row in one C call (``rmqstore/_native/cput.c``), holding the GIL throughout, so 
 object it reads can change under it; everything else it declines before touching anything
 (it answers None) and the caller runs the pure path, which words every refusal and does every
 unusual thing: a delay-level rewrite, a replay, a host string not seen before, a tracer set.
-A put lock held by another writer is waited for (the GIL released), as the pure path waits.
+A put lock held by another writer is spun for (the GIL let go between tries), as the pure path's
+``PutMessageSpinLock`` spins.
 
 Its parts are the store's own objects, never copies: the put lock (the lock underneath
-``PutMessageSpinLock`` or the ``RLock``, tried without blocking, then waited for), the topic-queue table, the
+``PutMessageSpinLock`` or the ``RLock``, tried without blocking, then spun for), the topic-queue table, the
 mapped file queue (a new file comes from :meth:`CommitLog.next_file_for_put`), the clock
 (the wall clock read in C when the store keeps its default), the store's checked topics
 (``_good_topics``: a topic the pure checks passed once), the encoder's cache of parsed hosts.

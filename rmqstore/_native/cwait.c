@@ -10,7 +10,8 @@
  *
  *   - Latch.set() marks the request answered (under the gate's mutex: no system call unless a
  *     writer is checking at that instant);
- *   - Gate.broadcast() wakes every writer at once, once per flush round, the GIL released;
+ *   - Gate.broadcast() wakes every writer at once, once per flush round (the service keeps the
+ *     GIL: letting it go there would put the service behind every writer it just woke);
  *   - Latch.wait(timeout) checks and sleeps with the GIL released; a writer woken for another
  *     writer's latch goes back to sleep without touching the GIL.
  *
@@ -96,7 +97,7 @@ static PyObject *Gate_latch(Gate *self, PyObject *Py_UNUSED(ignored))
 static PyMethodDef Gate_methods[] = {
     {"latch", (PyCFunction)Gate_latch, METH_NOARGS, "A new Latch on this gate (one request's)."},
     {"broadcast", (PyCFunction)Gate_broadcast, METH_NOARGS,
-     "Wake every writer waiting on a latch of this gate (the GIL released); the answered ones return."},
+     "Wake every writer waiting on a latch of this gate (the GIL kept); the answered ones return."},
     {NULL},
 };
 
