@@ -8,11 +8,12 @@ connections, opaque matching and the limits that keep a broker alive under bad i
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, RequestCode, ResponseCode, SerializeType
 from .frame import (BINARY_HEADER_FIELDS, FRAME_FIELDS, MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand,
                     RemotingFrameError, decode_frame, encode_frame, frame_field_spans, header_field_spans)
-from .server import Connection, FrameRecorder, Limits, RemotingClient, RemotingServer, RemotingTimeoutError
+from .server import (Connection, FrameRecorder, Limits, RemotingClient, RemotingServer, RemotingTimeoutError,
+                     RpcHook)
 
 __all__ = [
     "BINARY_HEADER_FIELDS", "Connection", "FRAME_FIELDS", "FrameDecoder", "FrameRecorder", "LanguageCode", "Limits",
     "MAX_FRAME_LENGTH", "RPC_ONEWAY", "RPC_TYPE_RESPONSE", "RemotingClient", "RemotingCommand",
-    "RemotingFrameError", "RemotingServer", "RemotingTimeoutError", "RequestCode", "ResponseCode",
+    "RemotingFrameError", "RemotingServer", "RemotingTimeoutError", "RequestCode", "ResponseCode", "RpcHook",
     "SerializeType", "decode_frame", "encode_frame", "frame_field_spans", "header_field_spans",
 ]

@@ -43,13 +43,17 @@ from typing import Any, Awaitable, Callable
 from .codes import RPC_ONEWAY, ResponseCode, SerializeType
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 
-__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RemotingTimeoutError",
-           "FrameRecorder"]
+__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RpcHook",
+           "RemotingTimeoutError", "FrameRecorder"]
 
 log = logging.getLogger(__name__)
 
 #: a processor: (connection, request) -> response, None (no response), or an awaitable of either
 Processor = Callable[["Connection", RemotingCommand], "RemotingCommand | None | Awaitable[RemotingCommand | None]"]
+
+#: RocketMQ's ``RPCHook.doBeforeRequest``: sees every request before its processor; a response it returns
+#: is the answer (a refusal) and the processor is not called; None lets the request through
+RpcHook = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 
 _READ_CHUNK = 64 * 1024
 
@@ -103,8 +107,9 @@ class Connection:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None,
-                 frame_recorder: FrameRecorder | None = None):
+                 frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None):
         self.frame_recorder = frame_recorder
+        self.rpc_hooks = rpc_hooks if rpc_hooks is not None else []  # the server's list, shared
         self.reader = reader
         self.writer = writer
         self.processors = processors
@@ -184,11 +189,16 @@ class Connection:
                     pass
 
     async def run_processor(self, cmd: RemotingCommand) -> RemotingCommand | None:
-        """The processor's response to ``cmd`` (errors turned into error responses)."""
+        """The processor's response to ``cmd`` (errors turned into error responses); an RPC hook's
+        refusal instead, when one refuses."""
         processor = self.processors.get(cmd.code, self.default_processor)
-        if processor is None:
-            return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
         try:
+            for hook in self.rpc_hooks:
+                refusal = hook(self, cmd)
+                if refusal is not None:
+                    return refusal
+            if processor is None:
+                return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
             result: Any = processor(self, cmd)
             if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
                 result = await result
@@ -269,6 +279,7 @@ class RemotingServer:
         self.connections: set[Connection] = set()
         self.on_close = on_close
         self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
+        self.rpc_hooks: list[RpcHook] = []  # see RpcHook; run in order before every request's processor
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
 
@@ -303,7 +314,8 @@ class RemotingServer:
             log.warning("refusing a connection: %d connections open", len(self.connections))
             writer.close()
             return
-        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder)
+        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
+                          self.rpc_hooks)
         self.connections.add(conn)
         try:
             await conn.serve()

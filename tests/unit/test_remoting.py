@@ -181,6 +181,34 @@ def test_connection_cap_and_idle_timeout():
     _run(main())
 
 
+def test_an_rpc_hook_sees_every_request_first_and_its_refusal_is_the_answer():
+    async def main():
+        server = await _server()
+        seen = []
+
+        def hook(conn, req):
+            seen.append(req.code)
+            if req.ext_fields.get("n") == "no":
+                return req.response(ResponseCode.NO_PERMISSION, "refused by the hook")
+            return None
+
+        server.rpc_hooks.append(hook)
+        server.oneways = []
+        client = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            r = await client.invoke(RemotingCommand(1003, {"n": "no"}))
+            assert (r.code, r.remark) == (ResponseCode.NO_PERMISSION, "refused by the hook")
+            assert server.oneways == []  # the processor never ran
+            assert (await client.invoke(RemotingCommand(1003, {"n": "yes"}))).code == 0
+            assert server.oneways == ["yes"] and seen == [1003, 1003]
+            r = await client.invoke(RemotingCommand(999, {"n": "no"}))  # hooks run before the unknown-code answer
+            assert r.code == ResponseCode.NO_PERMISSION
+        finally:
+            await client.close()
+            await server.stop()
+    _run(main())
+
+
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.binary(min_size=1, max_size=200) | commands.map(lambda c: encode_frame(c)[:-1]),
                 min_size=1, max_size=4))
