@@ -26,10 +26,11 @@ def small_store_config(**overrides) -> StoreConfig:
 
 class BrokerThread(_LoopThread):
     def __init__(self, root, *, limits: Limits | None = None, store_config: StoreConfig | None = None,
-                 embedded_namesrv: bool = True, **broker_overrides):
+                 embedded_namesrv: bool = True, register_period: float | None = None, **broker_overrides):
         config = BrokerConfig(**dict({"broker_name": "broker-a", "listen_port": 0}, **broker_overrides))
         self.broker = Broker(str(root), config, store_config or small_store_config(),
-                             namesrv_listen=("127.0.0.1", 0) if embedded_namesrv else None, limits=limits)
+                             namesrv_listen=("127.0.0.1", 0) if embedded_namesrv else None, limits=limits,
+                             register_period=register_period)
         super().__init__(self.broker, "broker-loop")
 
     @property

@@ -26,11 +26,11 @@ from ..store import MessageStore
 from .clients import ClientManager
 from .groups import SubscriptionGroupManager
 from .config import BrokerConfig
-from .namesrv import BrokerRegistration, NameServer
+from .namesrv import NameServer
 from .offsets import ConsumerOffsetManager
 from .pull import PullMessageProcessor
 from .queries import OffsetQueries
-from .registration import NamesrvRegistration
+from .registration import NamesrvRegistration, clamped_register_period
 from .retry import SendMessageBackProcessor
 from .schedule import ScheduleMessageService
 from .send import SendMessageProcessor
@@ -59,7 +59,7 @@ log = logging.getLogger(__name__)
 class Broker:
     def __init__(self, store_root: str, config: BrokerConfig | None = None, store_config: StoreConfig | None = None,
                  *, listen_host: str | None = None, namesrv_listen: tuple[str, int] | None = None,
-                 limits: Limits | None = None):
+                 limits: Limits | None = None, register_period: float | None = None):
         self.config = config or BrokerConfig()
         self.store_root = str(store_root)
         self.store_config = store_config or StoreConfig()
@@ -81,7 +81,8 @@ class Broker:
                      self.transaction_service, OffsetQueries(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
-        self.registration = NamesrvRegistration(self, self.config.namesrv_addr) if self.config.namesrv_addr else None
+        period = register_period or clamped_register_period(self.config.register_name_server_period)
+        self.registration = NamesrvRegistration(self, self.config.namesrv_addr, period, embedded=self.namesrv)
         self._persist_task = BackgroundTask()
         self._started = False
 
@@ -133,12 +134,9 @@ class Broker:
             self.transaction_service.start()
             await self.server.start()
             if self.namesrv is not None:
-                self.namesrv.add_broker(BrokerRegistration(self.config.broker_cluster_name, self.config.broker_name,
-                                                           self.config.broker_id, self.config.broker_addr,
-                                                           self.topics, ha_server_addr=self.ha_server_addr))
+                self.registration.register_embedded()  # routed from the name server's first request on
                 await self.namesrv.start()
-            if self.registration is not None:
-                await self.registration.start()
+            await self.registration.start()
         except BaseException:
             await self._close_listeners()
             self.store.shutdown()
@@ -167,8 +165,7 @@ class Broker:
             return
         self._started = False
         await self._persist_task.stop()
-        if self.registration is not None:
-            await self.registration.stop()
+        await self.registration.stop()
         await self._close_listeners()
         await self.schedule_service.stop()
         await self.transaction_service.stop()

@@ -51,6 +51,7 @@ class BrokerConfig:
     transaction_check_interval: int = 60000
     transaction_check_max: int = 15
     max_connections: int = 1024  # ours: RocketMQ relies on the OS's limits
+    register_name_server_period: int = 30000  # ms; used clamped to 10-60 s, as RocketMQ does
 
     @property
     def broker_addr(self) -> str:

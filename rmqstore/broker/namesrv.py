@@ -13,8 +13,16 @@ The name server learns routes from :class:`BrokerRegistration` objects, in two w
   table, so every topic the broker has is routed at once (retry topics included, created
   at a consumer's heartbeat);
 * **standalone** (``rmqstore namesrv``): brokers send REGISTER_BROKER (103) every 30 s with
-  their topic table as body; a registration not renewed for 120 s expires, one whose
-  connection closes or that sends UNREGISTER_BROKER (104) goes at once.
+  their topic table as body; one whose connection closes or that sends UNREGISTER_BROKER
+  (104) goes at once.
+
+Either way the broker registers again every period (:mod:`rmqstore.broker.registration`), so
+a registration removed by a stray UNREGISTER_BROKER, or replaced by another connection's
+REGISTER_BROKER with the same identity, is back within one period.  The other half of that
+bargain is :meth:`NameServer.scan_not_active_broker` (RocketMQ's ``scanNotActiveBroker``,
+every 10 s): a registration with a connection that has not been renewed for 120 s is dropped
+and its connection closed, so a broker that hangs without closing its socket leaves the
+routes too.  The embedded registration has no connection; its broker renews it in-process.
 
 A registration also pairs masters and slaves (RocketMQ's ``RouteInfoManager.registerBroker``):
 each broker sends its HA address (``haServerAddr``), and the answer to a *slave* (broker id
@@ -29,6 +37,7 @@ unquoted integer keys.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -38,14 +47,16 @@ from ..crc import crc32
 from ..remoting import Connection, RemotingCommand, RemotingServer, RequestCode, ResponseCode
 from .headers import Header
 from .jsonfmt import dumps, loads
+from .tasks import BackgroundTask
 from .topics import TopicConfig
 
 __all__ = ["BrokerRegistration", "NameServer", "route_data", "register_broker_result", "TopicTable",
-           "BROKER_CHANNEL_EXPIRED_TIME", "MASTER_ID"]
+           "BROKER_CHANNEL_EXPIRED_TIME", "SCAN_NOT_ACTIVE_BROKER_INTERVAL", "MASTER_ID"]
 
 log = logging.getLogger(__name__)
 
 BROKER_CHANNEL_EXPIRED_TIME = 120.0  # seconds (RouteInfoManager)
+SCAN_NOT_ACTIVE_BROKER_INTERVAL = 10.0  # seconds (NamesrvController's scan of not active brokers)
 MASTER_ID = 0  # MixAll.MASTER_ID: the broker id of a master
 
 
@@ -111,10 +122,13 @@ class NameServer:
     """The processors of a name server on its own listening socket."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 9876, limits=None,
-                 expiry: float = BROKER_CHANNEL_EXPIRED_TIME):
+                 expiry: float = BROKER_CHANNEL_EXPIRED_TIME, scan_interval: float = SCAN_NOT_ACTIVE_BROKER_INTERVAL):
         self.server = RemotingServer(host, port, limits, on_close=self._connection_closed)
         self.expiry = expiry
+        self.scan_interval = scan_interval
         self.registrations: list[BrokerRegistration] = []
+        self._scan_task = BackgroundTask()
+        self._closing: set[asyncio.Task] = set()
         self.server.register(RequestCode.GET_ROUTEINFO_BY_TOPIC, self.get_route_info)
         self.server.register(RequestCode.REGISTER_BROKER, self.register_broker)
         self.server.register(RequestCode.UNREGISTER_BROKER, self.unregister_broker)
@@ -123,15 +137,33 @@ class NameServer:
         self._remove(registration.cluster, registration.broker_name, registration.broker_id)
         self.registrations.append(registration)
 
-    def live_registrations(self) -> list[BrokerRegistration]:
-        """Registrations that are embedded or renewed within the expiry; expired ones are dropped."""
+    def scan_not_active_broker(self) -> list[BrokerRegistration]:
+        """Drop the registrations with a connection not renewed within the expiry, closing their
+        connections; the ones that remain (embedded or renewed in time) are returned."""
         now = time.monotonic()
         alive = [r for r in self.registrations if r.connection is None or now - r.last_update < self.expiry]
         for r in self.registrations:
             if r not in alive:
                 log.warning("broker %s (%s) not renewed for %.0f s: removed", r.broker_name, r.address, self.expiry)
+                self._close_soon(r.connection)
         self.registrations = alive
         return alive
+
+    def live_registrations(self) -> list[BrokerRegistration]:
+        """The registrations a route is made of: what :meth:`scan_not_active_broker` leaves (a route
+        never names a broker past its expiry, whenever the last scan ran)."""
+        return self.scan_not_active_broker()
+
+    def _close_soon(self, conn: Connection | None) -> None:
+        if conn is not None and not conn.closed.is_set():
+            task = asyncio.get_running_loop().create_task(conn.close())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+
+    async def _scan_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.scan_interval)
+            self.scan_not_active_broker()
 
     def get_route_info(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         topic = Header(req.ext_fields).str("topic")
@@ -173,9 +205,12 @@ class NameServer:
 
     async def start(self) -> None:
         await self.server.start()
+        self._scan_task.start(self._scan_periodically())
 
     async def stop(self) -> None:
+        await self._scan_task.stop()
         await self.server.stop()
+        await asyncio.gather(*self._closing, return_exceptions=True)
 
     @property
     def address(self) -> str:

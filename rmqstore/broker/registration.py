@@ -15,6 +15,16 @@ only the first answer counts; a SLAVE started without ``haMasterAddress``
 (``updateMasterHAServerAddrPeriodically``) hands that HA address to its store, which
 connects to it -- and moves to a new one when a later registration answers another.
 A slave configured with ``haMasterAddress`` keeps it whatever the name server says.
+
+The embedded name server (``rmqstore broker`` without ``--no-namesrv``) is registered with
+in the same rounds, in-process: its registration holds the broker's live topic table, so a
+topic is routed the moment it exists, and each round puts the registration back whatever
+happened to it meanwhile.  A name server trusts what it is told -- anyone may send it
+UNREGISTER_BROKER with this broker's identity, or REGISTER_BROKER from a connection of its own
+and then close it -- so a route lost by any means comes back within one period, on the
+embedded name server as on the separate ones.  The period is ``registerNameServerPeriod``
+(30 s), used clamped to 10-60 s as RocketMQ does; a program (a test, a notebook) may pass
+another.
 """
 
 from __future__ import annotations
@@ -25,20 +35,32 @@ import logging
 from ..crc import crc32
 from ..remoting import RemotingClient, RemotingCommand, RequestCode
 from .jsonfmt import dumps
+from .namesrv import BrokerRegistration
 from .tasks import BackgroundTask
 
-__all__ = ["NamesrvRegistration", "REGISTER_PERIOD"]
+__all__ = ["NamesrvRegistration", "REGISTER_PERIOD", "clamped_register_period"]
 
 log = logging.getLogger(__name__)
 
-REGISTER_PERIOD = 30.0  # registerNameServerPeriod, seconds
+REGISTER_PERIOD = 30.0  # registerNameServerPeriod's default, seconds
+
+
+def clamped_register_period(period_ms: int) -> float:
+    """Seconds between registration rounds for a ``registerNameServerPeriod`` of ``period_ms``:
+    RocketMQ keeps it within 10 s and 60 s whatever the configuration says."""
+    return max(10_000, min(int(period_ms), 60_000)) / 1000.0
 
 
 class NamesrvRegistration:
-    def __init__(self, broker, addresses: str, period: float = REGISTER_PERIOD):
+    """``registerBrokerAll`` every ``period`` seconds: with the name servers at ``addresses``
+    (``namesrvAddr``, ``;``-separated) over the network and with ``embedded`` (a
+    :class:`~rmqstore.broker.namesrv.NameServer` in this process, or None) directly."""
+
+    def __init__(self, broker, addresses: str, period: float = REGISTER_PERIOD, embedded=None):
         self.broker = broker
         self.addresses = [a.strip() for a in addresses.split(";") if a.strip()]
         self.period = period
+        self.embedded = embedded
         self.clients: dict[str, RemotingClient] = {}
         self._task = BackgroundTask()
         self._soon: set[asyncio.Task] = set()
@@ -65,8 +87,19 @@ class NamesrvRegistration:
             self.clients[address] = client
         return client
 
+    def register_embedded(self) -> None:
+        """(Re-)register with the embedded name server: the live topic table, the last update now."""
+        if self.embedded is not None:
+            bc = self.broker.config
+            self.embedded.add_broker(BrokerRegistration(bc.broker_cluster_name, bc.broker_name, bc.broker_id,
+                                                        bc.broker_addr, self.broker.topics,
+                                                        ha_server_addr=self.broker.ha_server_addr))
+
     async def register_all(self) -> int:
-        """Register with every name server once; returns how many accepted."""
+        """Register with every name server once; returns how many separate ones accepted."""
+        self.register_embedded()
+        if not self.addresses:
+            return 0
         body = self._body()
         ext = dict(self._header(), haServerAddr=self.broker.ha_server_addr, compressed="false",
                    bodyCrc32=crc32(body))
@@ -106,7 +139,8 @@ class NamesrvRegistration:
 
     async def start(self) -> None:
         await self.register_all()
-        self.broker.topics.on_change = self.register_soon
+        if self.addresses:  # the embedded name server routes new topics at once: it holds the live table
+            self.broker.topics.on_change = self.register_soon
         self._task.start(self._run())
 
     async def stop(self) -> None:
