@@ -51,6 +51,9 @@ class BrokerConfig:
     transaction_check_interval: int = 60000
     transaction_check_max: int = 15
     max_connections: int = 1024  # ours: RocketMQ relies on the OS's limits
+    acl_enable: bool = False  # plain ACL (rmqstore.broker.acl): check every request against acl_file's rules
+    acl_file: str = ""  # ours: the plain_acl.yml (RocketMQ: conf/plain_acl.yml of ROCKETMQ_HOME); the CLI
+    # fills in the one beside broker.conf
 
     @property
     def broker_addr(self) -> str:
