@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rmqjava import JavaDist, java_dist
+from .rmqjava import JavaDist, java_dist
 
 HERE = Path(__file__).resolve().parent
 

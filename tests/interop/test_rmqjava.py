@@ -6,7 +6,7 @@ import subprocess
 
 import pytest
 
-import rmqjava
+from . import rmqjava
 
 
 def _fake_dist(path):
