@@ -1,5 +1,5 @@
 """The broker with RocketMQ 4.9.8's plain ACL (issue 20, finding 10): on the wire, from the command line,
-and with the official C++ client (PyPI ``rocketmq``, session credentials).
+and (test_broker_acl_cpp.py) with the official C++ client (PyPI ``rocketmq``, session credentials).
 
 Done means 2: right keys send and consume; a wrong secret, missing credentials, a topic the account
 may not publish to and a non-white address are each refused with 4.9.8's code (SYSTEM_ERROR, an
@@ -9,7 +9,6 @@ nothing.  The Java client and the Java broker: tests/interop/test_acl_java.py.
 
 from __future__ import annotations
 
-import glob
 import os
 import time
 from pathlib import Path
@@ -22,30 +21,16 @@ from rmqstore.broker.acl import sign_request
 from rmqstore.record import MessageRecord
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
 from rmqstore.scan import scan_commitlog
+from test_acl import SHIPPED
 from test_broker_protocol import pull, send_v2
 
 pytestmark = pytest.mark.timeout(180)
 
 ACL_EXCEPTION = "org.apache.rocketmq.acl.common.AclException: "
 
-RULES = """\
-globalWhiteRemoteAddresses:
-  - {white}
-accounts:
-  - accessKey: RocketMQ
-    secretKey: 12345678
-    defaultTopicPerm: DENY
-    defaultGroupPerm: SUB
-    topicPerms:
-      - topicA=DENY
-      - topicB=PUB|SUB
-      - topicC=SUB
-    groupPerms:
-      - groupA=DENY
-  - accessKey: rocketmq2
-    secretKey: 12345678
-    admin: true
-"""
+# RocketMQ's shipped plain_acl.yml, with one global white address (10.10.103.* unless a test says)
+RULES = SHIPPED.replace("  - 10.10.103.*\n  - 192.168.0.*\n", "  - {white}\n")
+assert "{white}" in RULES
 
 
 def write_rules(folder: Path, white: str = "10.10.103.*") -> Path:
@@ -65,9 +50,16 @@ def _signed(cmd: RemotingCommand, secret: str = "12345678", access_key: str = "R
     return cmd
 
 
+def acl_broker_thread(folder: Path, white: str = "10.10.103.*") -> BrokerThread:
+    """A broker with ACL on, its rules in ``folder/plain_acl.yml`` (looked at again at every request)."""
+    bt = BrokerThread(folder / "store", acl_enable=True, acl_file=str(write_rules(folder, white)))
+    bt.broker.acl.manager.watch_interval = 0.0
+    return bt
+
+
 @pytest.fixture
 def acl_broker(tmp_path):
-    with BrokerThread(tmp_path / "store", acl_enable=True, acl_file=str(write_rules(tmp_path))) as bt:
+    with acl_broker_thread(tmp_path) as bt:
         yield bt
 
 
@@ -142,9 +134,8 @@ def test_the_name_server_has_no_acl(acl_broker):
 
 
 def test_a_white_address_needs_no_credentials_and_the_file_is_reloaded(tmp_path, caplog):
-    rules = write_rules(tmp_path)
-    with BrokerThread(tmp_path / "store", acl_enable=True, acl_file=str(rules)) as bt:
-        bt.broker.acl.manager.watch_interval = 0.0
+    rules = tmp_path / "plain_acl.yml"
+    with acl_broker_thread(tmp_path) as bt:
         client = bt.client()
         try:
             answer = bt.call(client.invoke(send_v2("topicA", b"from a non-white address")))
@@ -200,110 +191,3 @@ def test_a_malformed_rules_file_stops_the_broker_naming_the_file_and_the_problem
 def test_acl_enabled_without_a_rules_file_is_an_error_naming_it(tmp_path):
     code, out, err = run_cli(["broker", "--config", _conf(tmp_path), "--listen", "127.0.0.1:0", "--no-namesrv"])
     assert code != 0 and str(tmp_path / "plain_acl.yml") in err, err
-
-
-# --- the C++ client (PyPI rocketmq 0.4.4): session credentials ------------------------------------------
-rc = pytest.importorskip("rocketmq.client")
-from rocketmq.exceptions import ProducerSendSyncFailed  # noqa: E402
-
-
-class CppClientLog:
-    """What the C++ client logged since it was made (``~/logs/rocketmq-cpp/<pid>_rocketmq-cpp.log.*``): it
-    reports a refused send as "No route info" after its retries, and logs each broker answer's code and remark."""
-
-    def __init__(self):
-        self.pattern = os.path.join(os.path.expanduser("~"), "logs", "rocketmq-cpp",
-                                    f"{os.getpid()}_rocketmq-cpp.log*")
-        self.start = {p: os.path.getsize(p) for p in glob.glob(self.pattern)}
-
-    def text(self) -> str:
-        out = []
-        for path in sorted(glob.glob(self.pattern)):
-            with open(path, "rb") as f:
-                f.seek(self.start.get(path, 0))
-                out.append(f.read().decode("utf-8", "replace"))
-        return "".join(out)
-
-
-def _producer(namesrv: str, group: str, credentials: tuple | None):
-    p = rc.Producer(group)
-    p.set_namesrv_addr(namesrv)
-    p.set_timeout(5000)
-    if credentials:
-        p.set_session_credentials(*credentials)
-    p.start()
-    return p
-
-
-def _send(namesrv, group, credentials, topic, body):
-    """(True, msg id) or (False, the client's error text)."""
-    p = _producer(namesrv, group, credentials)
-    try:
-        m = rc.Message(topic)
-        m.set_body(body)
-        try:
-            r = p.send_sync(m)
-        except ProducerSendSyncFailed as exc:
-            return False, str(exc)
-        return r.status == rc.SendStatus.OK, r.msg_id
-    finally:
-        p.shutdown()
-
-
-def _wait_for(predicate, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
-
-
-KEYS = ("RocketMQ", "12345678", "ALIYUN")
-
-
-def test_cpp_client_right_keys_send_and_consume(acl_broker):
-    sent = [_send(acl_broker.namesrv, "PG_cpp", KEYS, "topicB", f"cpp {i}") for i in range(5)]
-    assert all(ok for ok, _ in sent), sent
-    got = []
-    consumer = rc.PushConsumer("groupB")
-    consumer.set_namesrv_addr(acl_broker.namesrv)
-    consumer.set_session_credentials(*KEYS)
-    consumer.subscribe("topicB", lambda msg: got.append(msg.body))
-    consumer.start()
-    try:
-        assert _wait_for(lambda: len(got) >= 5), got
-    finally:
-        consumer.shutdown()
-    assert sorted(got) == [f"cpp {i}".encode() for i in range(5)]
-
-
-@pytest.mark.parametrize("case, credentials, topic, remark", [
-    ("wrong secret", ("RocketMQ", "wrongwrong", "ALIYUN"), "topicB", "Check signature failed for accessKey=RocketMQ"),
-    # the C++ client without credentials still sends an empty AccessKey: 4.9.8 says the same as we do
-    ("no credentials", None, "topicB", "No acl config for "),
-    ("denied topic", KEYS, "topicA", "No default permission for topic:topicA"),
-])
-def test_cpp_client_refusals_carry_the_code_and_remark(acl_broker, case, credentials, topic, remark):
-    log = CppClientLog()
-    ok, error = _send(acl_broker.namesrv, "PG_cpp_refused", credentials, topic, case)
-    assert not ok, error
-    assert f"remark:{ACL_EXCEPTION}{remark}, error code:1" in log.text()
-    root = acl_broker.broker.store_root
-    acl_broker.stop()
-    assert _records(root, topic) == []
-
-
-def test_cpp_client_from_a_non_white_address_is_refused_and_from_a_white_one_passes(tmp_path):
-    rules = write_rules(tmp_path)
-    with BrokerThread(tmp_path / "store", acl_enable=True, acl_file=str(rules)) as bt:
-        bt.broker.acl.manager.watch_interval = 0.0
-        log = CppClientLog()
-        ok, error = _send(bt.namesrv, "PG_cpp_white", None, "topicA", "from 127.0.0.1, not white")
-        assert not ok and f"remark:{ACL_EXCEPTION}No acl config for , error code:1" in log.text(), error
-        write_rules(tmp_path, white="127.0.0.1")
-        os.utime(rules, ns=(time.time_ns() + 10**9,) * 2)
-        ok, msg_id = _send(bt.namesrv, "PG_cpp_white", None, "topicA", "from 127.0.0.1, white")
-        assert ok, msg_id
-        root = bt.broker.store_root
-    assert [r.body for r in _records(root, "topicA")] == [b"from 127.0.0.1, white"]

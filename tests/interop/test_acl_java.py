@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 
-from broker_support import BrokerThread
 from .rmqjava import case_lines
 from test_acl import SIGNED
-from test_broker_acl import ACL_EXCEPTION, RULES, write_rules
+from test_broker_acl import ACL_EXCEPTION, RULES, acl_broker_thread
 
 # the Java broker appends the stack frame that threw: ", org.apache.rocketmq.acl.plain.X.method(X.java:684)"
 _JAVA_FRAME = re.compile(r", org\.apache\.rocketmq\.acl\.[\w.$]+\([\w.]+:\d+\)$")
@@ -37,9 +36,7 @@ def test_java_client_with_acl_against_our_broker(rmq_java, tmp_path):
     a non-white address are refused with 4.9.8's code and remark; the same credential-less send from a white
     address passes."""
     (tmp_path / "white").mkdir()
-    with BrokerThread(tmp_path / "store", acl_enable=True, acl_file=str(write_rules(tmp_path))) as bt, \
-            BrokerThread(tmp_path / "store-white", acl_enable=True,
-                         acl_file=str(write_rules(tmp_path / "white", white="127.0.0.1"))) as white:
+    with acl_broker_thread(tmp_path) as bt, acl_broker_thread(tmp_path / "white", white="127.0.0.1") as white:
         out = rmq_java.run_java("AclClient.java",
                                 _case("right_keys", bt.namesrv, KEYS, "send", "topicB", "PG_java", 3),
                                 _case("consume", bt.namesrv, KEYS, "consume", "topicB", "groupB", 3),
@@ -101,7 +98,7 @@ def test_our_broker_refuses_what_the_java_broker_refuses_with_the_same_code_and_
                               plain_acl=rules) as address:
         java = _acl_answers(rmq_java.run_java("AclWire.java", address, *WIRE_CASES))
     (tmp_path / "ours").mkdir()
-    with BrokerThread(tmp_path / "store", acl_enable=True, acl_file=str(write_rules(tmp_path / "ours"))) as bt:
+    with acl_broker_thread(tmp_path / "ours") as bt:
         ours = _acl_answers(rmq_java.run_java("AclWire.java", f"127.0.0.1:{bt.port}", *WIRE_CASES))
     assert len(java) == len(WIRE_CASES) and java["right_keys"] == "let in"
     assert java["wrong_secret"] == f"code=1 {ACL_EXCEPTION}Check signature failed for accessKey=RocketMQ"
