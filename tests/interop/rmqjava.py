@@ -7,7 +7,7 @@ When the distribution is missing every interop test skips with one line saying w
 
 Where it looks, first found wins (:func:`find_dist`):
 
-1. ``$RMQ_JAVA_DIST``;
+1. ``$RMQ_JAVA_DIST`` (when set, only there: a wrong one skips, saying so);
 2. ``<project root>/../shared/rocketmq-4.9.8`` (a developer's checkout or worktree beside ``shared/``);
 3. ``../shared/rocketmq-4.9.8`` beside the folder the git ``origin`` remote points to, when that is
    a local path: a CI check clones the checkout somewhere else (``/tmp/ci-check``), and the
@@ -81,6 +81,9 @@ def find_dist(root: Path = PROJECT_ROOT) -> tuple[Path | None, str]:
     """(the distribution, "") or (None, why not: every place looked at)."""
     if shutil.which(os.environ.get("JAVA", "java")) is None:
         return None, "no java on PATH (the RocketMQ 4.9.8 distribution needs Java 17)"
+    explicit = os.environ.get("RMQ_JAVA_DIST")
+    if explicit and not (Path(explicit) / "bin" / "rmq-java").is_file():
+        return None, f"RMQ_JAVA_DIST={explicit} is not a RocketMQ 4.9.8 distribution (no bin/rmq-java)"
     looked = []
     for how, path in candidates(root):
         if (path / "bin" / "rmq-java").is_file():

@@ -29,6 +29,14 @@ def test_the_environment_variable_wins(tmp_path, monkeypatch, java_on_path):
     assert rmqjava.find_dist(tmp_path / "project") == (dist.resolve(), "")
 
 
+def test_a_wrong_environment_variable_skips_saying_so(tmp_path, monkeypatch, java_on_path):
+    _fake_dist(tmp_path / "shared" / rmqjava.DIST_NAME)
+    monkeypatch.setenv("RMQ_JAVA_DIST", str(tmp_path / "nowhere"))
+    (tmp_path / "project").mkdir()
+    root, why = rmqjava.find_dist(tmp_path / "project")
+    assert root is None and why.startswith(f"RMQ_JAVA_DIST={tmp_path / 'nowhere'} is not")
+
+
 def test_beside_the_project(tmp_path, java_on_path):
     dist = _fake_dist(tmp_path / "shared" / rmqjava.DIST_NAME)
     (tmp_path / "project").mkdir()
