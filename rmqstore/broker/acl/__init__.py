@@ -29,7 +29,20 @@ __all__ = ["RemoteAddressStrategy", "expand_ip", "remote_address_strategy", "Acl
            "ADMIN_CODES", "Perm", "check_permission", "java_hash_order", "needed_resources", "parse_perm",
            "PlainAccount", "PlainAcl", "load_plain_acl", "parse_plain_acl", "cal_signature",
            "combine_request_content", "sign_request", "ACL_EXCEPTION", "AccessRequest", "PlainAccessValidator",
-           "PlainPermissionManager", "install_acl", "DEFAULT_ACL_FILE"]
+           "PlainPermissionManager", "install_acl", "DEFAULT_ACL_FILE", "DIFFERENCES"]
+
+#: where the plain ACL deliberately differs from RocketMQ 4.9.8's
+DIFFERENCES = {
+    "acl_batch_send": "A SEND_BATCH_MESSAGE needs PUB on its topic like any send; 4.9.8's request-code table "
+                      "has no entry for it, so a batch reaches a topic the account may not publish to.",
+    "acl_strict_file": "An unknown permission (4.9.8 reads it as DENY), an access key given twice (4.9.8 keeps "
+                       "the first), a res=perm entry that is not one or a missing plain_acl.yml (4.9.8 creates "
+                       "an empty one and refuses everyone) stop the broker naming the file and the problem.",
+    "acl_remark_frame": "A refusal's remark is 4.9.8's without the Java stack frame it appends "
+                        "(', org.apache.rocketmq.acl.plain.PlainPermissionManager.validate(...:684)').",
+    "acl_reload": "The file is looked at at most every 5 s when a request comes, not by a thread of its own; "
+                  "a deleted file, like a broken or emptied one, keeps the rules before it.",
+}
 
 #: the file's name, looked for in the folder of broker.conf
 DEFAULT_ACL_FILE = "plain_acl.yml"
