@@ -290,6 +290,13 @@ def test_the_validator_refuses_as_rocketmq_does(tmp_path):
     tampered.body = b"y"
     assert _refusal(v, tampered) == "Check signature failed for accessKey=RocketMQ"
     assert _refusal(v, _req(310, SEND_B, b"x")) == "No accessKey is configured"
+    for odd in ("sïgnature", ""):
+        forged = _signed(310, SEND_B, b"x")
+        forged.ext_fields["Signature"] = odd
+        assert _refusal(v, forged) == "Check signature failed for accessKey=RocketMQ"
+    unsigned = _signed(310, SEND_B, b"x")
+    del unsigned.ext_fields["Signature"]
+    assert _refusal(v, unsigned) == "Check signature failed for accessKey=RocketMQ"
     assert _refusal(v, _signed(310, SEND_B, ak="Nobody1")) == "No acl config for Nobody1"
     assert _refusal(v, _signed(310, dict(SEND_B, b="topicA"))) == "No default permission for topic:topicA"
     assert _refusal(v, _signed(310, dict(SEND_B, b="topicC"))) == "No default permission for topic:topicC"
@@ -361,3 +368,17 @@ def test_the_file_is_looked_at_no_more_often_than_the_interval(tmp_path):
     assert _refusal(v, send_a) == "No default permission for topic:topicA"
     v.manager.last_check = time.monotonic() - 3601
     assert _refusal(v, send_a) is None
+
+
+def test_an_emptied_file_keeps_the_rules_but_a_file_declaring_no_accounts_is_taken(tmp_path, caplog):
+    """4.9.8 skips a reload whose file holds no data (an editor between truncating and writing), but takes a
+    file that says ``accounts: []``."""
+    v = _validator(tmp_path, watch_interval=0.0)
+    path = tmp_path / "plain_acl.yml"
+    send_b = _signed(310, SEND_B)
+    with caplog.at_level(logging.ERROR, logger="rmqstore.broker.acl"):
+        _touch_later(path, "")
+        assert _refusal(v, send_b) is None
+    assert any("holds no rules" in r.getMessage() for r in caplog.records)
+    _touch_later(path, "globalWhiteRemoteAddresses: []\naccounts: []\n")
+    assert _refusal(v, send_b) == "No acl config for RocketMQ"

@@ -60,6 +60,8 @@ class PlainAcl:
     path: str
     global_white: list[RemoteAddressStrategy] = field(default_factory=list)
     accounts: dict[str, PlainAccount] = field(default_factory=dict)
+    #: False when the file held nothing at all (empty, or only comments): "no data" to 4.9.8's reload
+    has_data: bool = True
 
 
 def _java_text(value, what: str) -> str | None:
@@ -129,8 +131,8 @@ def _account(raw, n: int) -> PlainAccount:
 
 
 def _rules(data, path: str) -> PlainAcl:
-    acl = PlainAcl(path)
-    if data is None:
+    acl = PlainAcl(path, has_data=bool(data))
+    if not data:
         return acl
     if not isinstance(data, dict):
         raise AclConfigError(f"the file is a {type(data).__name__}, not a mapping of "

@@ -30,12 +30,14 @@ inode at most every ``watch_interval`` seconds (5 s, 4.9.8's ``AclFileWatchServi
 at the first request after that time -- rules only matter when a request comes, so no thread of
 its own is needed.  A changed file is loaded whole and replaces the rules; one that cannot be
 loaded keeps the rules before it and says why once in the log (at ERROR, naming the file and the
-problem), as does a file emptied or deleted (4.9.8 also keeps its rules for an emptied file,
-which protects against catching an editor between truncating and writing).
+problem), as does a file emptied or deleted (4.9.8 also keeps its rules for a file without any
+data, which protects against catching an editor between truncating and writing; a file that
+says ``accounts: []`` is taken).
 """
 
 from __future__ import annotations
 
+import hmac
 import ipaddress
 import logging
 import os
@@ -130,7 +132,7 @@ class PlainPermissionManager:
         except AclConfigError as exc:
             log.error("ACL file changed but cannot be used, keeping the rules loaded before: %s", exc)
             return
-        if not acl.global_white and not acl.accounts:
+        if not acl.has_data:
             log.error("ACL file %s changed but holds no rules, keeping the rules loaded before", self.path)
             return
         self.acl = acl
@@ -150,7 +152,8 @@ class PlainPermissionManager:
             raise AclRefusal(f"No acl config for {request.access_key}")
         if account.white.match(request.host):
             return
-        if cal_signature(request.content, account.secret_key) != request.signature:
+        expected = cal_signature(request.content, account.secret_key).encode("ascii")
+        if not hmac.compare_digest(expected, (request.signature or "").encode("utf-8", "surrogatepass")):
             raise AclRefusal(f"Check signature failed for accessKey={request.access_key}")
         if request.resources.get(TRACE_TOPIC) == Perm.PUB:
             return
