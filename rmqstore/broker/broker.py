@@ -25,6 +25,7 @@ from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
 from .clients import ClientManager
 from .groups import SubscriptionGroupManager
+from .acl import install_acl
 from .config import BrokerConfig
 from .namesrv import NameServer
 from .offsets import ConsumerOffsetManager
@@ -72,6 +73,7 @@ class Broker:
                                        idle_timeout=float(self.config.server_channel_max_idle_time_seconds))
         self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
                                      on_close=self.clients.connection_closed)
+        self.acl = install_acl(self.server, self.config)  # None unless aclEnable: no hook at all
         self.send_processor = SendMessageProcessor(self)
         self.pull_processor = PullMessageProcessor(self)
         self.send_back_processor = SendMessageBackProcessor(self)

@@ -10,7 +10,9 @@ own broker.conf (its storePathRootDir is the store when STORE is not given).  ``
 SYNC_MASTER|ASYNC_MASTER|SLAVE`` (brokerRole) makes a master serve slaves on its HA port
 (haListenPort, else the listen port + 1) and a slave replicate from ``--ha-master
 HOST:PORT`` (haMasterAddress) or, without it, from the HA address the name servers of
-``--namesrv`` answer its registration with; see :mod:`rmqstore.ha`.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
+``--namesrv`` answer its registration with; see :mod:`rmqstore.ha`.  ``aclEnable=true`` in broker.conf
+checks every request against the ``plain_acl.yml`` beside it (RocketMQ's plain ACL, see
+:mod:`rmqstore.broker.acl`); ``--acl FILE`` turns that on with another file.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
 persisted, the store flushed and shut down, no abort file left.  Exit 0 after a clean
 stop, 2 when it cannot start.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import signal
 
 from ..errors import RmqStoreError
@@ -56,6 +59,9 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
                                                            "without it, learned from the --namesrv name server)")
     p.add_argument("--ha-listen", type=parse_host_port, metavar="HOST:PORT",
                    help="a master's HA address (default: the broker's host and haListenPort)")
+    p.add_argument("--acl", metavar="FILE", help="check every request against this plain_acl.yml (RocketMQ's plain "
+                                                  "ACL; turns aclEnable on). Default with aclEnable=true in "
+                                                  "--config: plain_acl.yml beside the broker.conf")
     p.set_defaults(_run=lambda args, io: run_broker(args, io.stdout, io.stderr))
     text = "run a standalone RocketMQ name server that brokers register with (REGISTER_BROKER every 30 s)"
     n = subparsers.add_parser("namesrv", help=text, description=text)
@@ -84,10 +90,23 @@ def _configs(args):
     if args.namesrv:
         broker_config.namesrv_addr = args.namesrv
     _replication(args, given, broker_config, store_config, listen_host)
+    _acl(args, broker_config)
     root = args.store or broker_config.store_path_root_dir
     if not root:
         raise RmqStoreError("give a STORE directory (or storePathRootDir in --config)")
     return root, broker_config, store_config, unknown, listen_host
+
+
+def _acl(args, broker_config) -> None:
+    """``--acl FILE`` turns the plain ACL on with that file; aclEnable=true in broker.conf reads the
+    plain_acl.yml beside it (RocketMQ reads conf/plain_acl.yml under its home)."""
+    from .acl import DEFAULT_ACL_FILE
+
+    if args.acl:
+        broker_config.acl_enable = True
+        broker_config.acl_file = args.acl
+    elif broker_config.acl_enable and not broker_config.acl_file and args.config:
+        broker_config.acl_file = os.path.join(os.path.dirname(os.path.abspath(args.config)), DEFAULT_ACL_FILE)
 
 
 def _replication(args, given: dict, broker_config, store_config, listen_host) -> None:

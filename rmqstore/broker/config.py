@@ -52,6 +52,9 @@ class BrokerConfig:
     transaction_check_max: int = 15
     max_connections: int = 1024  # ours: RocketMQ relies on the OS's limits
     register_name_server_period: int = 30000  # ms; used clamped to 10-60 s, as RocketMQ does
+    acl_enable: bool = False  # plain ACL (rmqstore.broker.acl): check every request against acl_file's rules
+    acl_file: str = ""  # ours: the plain_acl.yml (RocketMQ: conf/plain_acl.yml of ROCKETMQ_HOME); the CLI
+    # fills in the one beside broker.conf
 
     @property
     def broker_addr(self) -> str:
