@@ -68,6 +68,7 @@ class Limits:
     max_in_flight: int = 256
     max_in_flight_bytes: int = 64 * 1024 * 1024  # bodies of requests being processed, per connection
     idle_timeout: float = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
+    close_linger: float = 5.0  # a closing connection's time to answer what it was asked and flush the answers
 
 
 class FrameRecorder:
@@ -143,13 +144,17 @@ class Connection:
                     break
                 if not data:
                     break
+                bad = None
                 try:
                     commands = decoder.feed(data)
                 except RemotingFrameError as exc:
-                    log.warning("closing %s: %s", self.remote_addr_text, exc)
-                    break
+                    commands, bad = list(exc.commands), exc
                 for cmd in commands:
                     await self._dispatch(cmd)
+                if bad is not None:
+                    log.warning("closing %s: %s", self.remote_addr_text, bad)
+                    await self._finish_requests()
+                    break
         except (ConnectionError, OSError) as exc:
             log.info("connection %s: %s", self.remote_addr_text, exc)
         finally:
@@ -170,6 +175,12 @@ class Connection:
         task = asyncio.get_running_loop().create_task(self._process(cmd))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, size))
+
+    async def _finish_requests(self) -> None:
+        """Let the requests being processed answer (at most ``close_linger`` seconds): the peer's frames
+        before its bad bytes get their responses before the connection closes."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.limits.close_linger)
 
     def _task_done(self, task: asyncio.Task, size: int) -> None:
         self._tasks.discard(task)
@@ -259,9 +270,11 @@ class Connection:
         self.pending.clear()
         for task in list(self._tasks):
             task.cancel()
-        self.writer.close()
+        self.writer.close()  # sends what is buffered first ...
         try:
-            await self.writer.wait_closed()
+            await asyncio.wait_for(self.writer.wait_closed(), self.limits.close_linger)
+        except asyncio.TimeoutError:
+            self.writer.transport.abort()  # ... unless the peer does not read it
         except (ConnectionError, OSError):
             pass
 

@@ -80,6 +80,26 @@ def test_an_absurd_length_is_refused_before_anything_is_buffered():
         encode_frame(RemotingCommand(10, body=b"x" * MAX_FRAME_LENGTH))
 
 
+def test_frames_cut_before_bad_bytes_come_back_with_the_error():
+    good = [RemotingCommand(1000, {"n": "1"}, opaque=1), RemotingCommand(1000, {"n": "2"}, b"body", opaque=2)]
+    frames = b"".join(encode_frame(c) for c in good)
+    with pytest.raises(RemotingFrameError, match="smaller") as bad_length:
+        FrameDecoder().feed(frames + struct.pack(">i", -1))
+    assert bad_length.value.commands == good
+    head = b"{not json!"
+    with pytest.raises(RemotingFrameError, match="does not parse") as bad_header:
+        FrameDecoder().feed(frames + struct.pack(">ii", 4 + len(head), len(head)) + head)
+    assert bad_header.value.commands == good
+    decoder = FrameDecoder()  # a frame completed by the chunk that brings the garbage is handed back too
+    assert decoder.feed(frames[:30]) == []
+    with pytest.raises(RemotingFrameError) as split:
+        decoder.feed(frames[30:] + struct.pack(">i", 2**31 - 1))
+    assert split.value.commands == good
+    with pytest.raises(RemotingFrameError) as nothing_before:
+        FrameDecoder().feed(struct.pack(">i", -1))
+    assert nothing_before.value.commands == []
+
+
 # -- server and client ---------------------------------------------------------------------
 
 def _run(coro):
@@ -205,6 +225,29 @@ def test_an_rpc_hook_sees_every_request_first_and_its_refusal_is_the_answer():
             assert r.code == ResponseCode.NO_PERMISSION
         finally:
             await client.close()
+            await server.stop()
+    _run(main())
+
+
+async def _read_to_eof(reader: asyncio.StreamReader, timeout: float = 20) -> list[RemotingCommand]:
+    """Every frame the server sends until it closes the connection."""
+    return FrameDecoder().feed(await asyncio.wait_for(reader.read(), timeout))
+
+
+def test_a_request_followed_by_garbage_in_the_same_write_is_answered_then_the_connection_closed():
+    async def main():
+        server = await _server()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            requests = [RemotingCommand(1000, {"n": "a"}, opaque=11),
+                        RemotingCommand(1000, {"n": "b", "sleep": "0.2"}, opaque=12),  # still working at the garbage
+                        RemotingCommand(1003, {"n": "c"}, opaque=13, flag=2)]  # oneway: no answer, but it runs
+            writer.write(b"".join(encode_frame(r) for r in requests) + struct.pack(">i", -1) + b"garbage")
+            answers = await _read_to_eof(reader)
+            assert sorted((a.opaque, a.ext_fields.get("echo")) for a in answers) == [(11, "a"), (12, "b")]
+            assert server.oneways == ["c"]
+            writer.close()
+        finally:
             await server.stop()
     _run(main())
 

@@ -1,0 +1,47 @@
+"""The broker's remoting limits against hostile clients, on a real broker (issue 20, findings 2-5).
+
+A valid request followed by garbage in the same write is answered before the connection
+closes; idle and dribbling connections cannot lock clients out; clients that never read
+cannot grow the broker past its unsent-bytes budget; bad input costs a bounded number of
+log lines.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+import pytest
+
+from broker_support import BrokerThread
+from test_broker_protocol import send_v2
+from rmqstore.remoting import FrameDecoder, RemotingCommand, ResponseCode, encode_frame
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def broker(tmp_path):
+    with BrokerThread(tmp_path / "store") as bt:
+        yield bt
+
+
+def _read_to_eof(sock: socket.socket, timeout: float = 20) -> list[RemotingCommand]:
+    """Every frame the broker sends on ``sock`` until it closes the connection."""
+    sock.settimeout(timeout)
+    data = bytearray()
+    while chunk := sock.recv(65536):
+        data += chunk
+    return FrameDecoder().feed(bytes(data))
+
+
+def test_a_send_followed_by_garbage_in_one_write_is_stored_and_answered(broker):
+    store = broker.broker.store
+    before = store.get_max_phy_offset()
+    request = send_v2("GarbageTailTopic", b"kept")
+    request.opaque = 77
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=20) as s:
+        s.sendall(encode_frame(request) + struct.pack(">i", 2**31 - 1) + b"x" * 64)
+        answers = _read_to_eof(s)
+    assert [(a.opaque, a.code) for a in answers] == [(77, ResponseCode.SUCCESS)]
+    assert answers[0].ext_fields["queueOffset"] == "0" and store.get_max_phy_offset() > before
