@@ -40,8 +40,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
+from ..errors import RmqStoreError
 from .codes import RPC_ONEWAY, ResponseCode, SerializeType
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
+from .throttle import LogThrottle
 
 __all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RpcHook",
            "RemotingTimeoutError", "FrameRecorder"]
@@ -108,8 +110,10 @@ class Connection:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None,
-                 frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None):
+                 frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None,
+                 log_throttle: LogThrottle | None = None):
         self.frame_recorder = frame_recorder
+        self.log_throttle = log_throttle or LogThrottle(log)  # the server's, shared by its connections
         self.rpc_hooks = rpc_hooks if rpc_hooks is not None else []  # the server's list, shared
         self.reader = reader
         self.writer = writer
@@ -140,7 +144,7 @@ class Connection:
                 try:
                     data = await asyncio.wait_for(self.reader.read(_READ_CHUNK), self.limits.idle_timeout)
                 except asyncio.TimeoutError:
-                    log.info("closing idle connection %s", self.remote_addr_text)
+                    self.log_throttle("closing idle", logging.INFO, "closing idle connection %s", self.remote_addr_text)
                     break
                 if not data:
                     break
@@ -152,11 +156,12 @@ class Connection:
                 for cmd in commands:
                     await self._dispatch(cmd)
                 if bad is not None:
-                    log.warning("closing %s: %s", self.remote_addr_text, bad)
+                    self.log_throttle("closing for bad bytes", logging.WARNING, "closing %s for bad bytes: %s",
+                                      self.remote_addr_text, bad)
                     await self._finish_requests()
                     break
         except (ConnectionError, OSError) as exc:
-            log.info("connection %s: %s", self.remote_addr_text, exc)
+            self.log_throttle("connection error", logging.INFO, "connection %s: %s", self.remote_addr_text, exc)
         finally:
             await self.close()
 
@@ -216,8 +221,14 @@ class Connection:
             return result
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a processor bug or bad header values: answer, never crash
-            log.warning("processing %s from %s failed", cmd.code, self.remote_addr_text, exc_info=True)
+        except RmqStoreError as exc:  # refused on purpose, naming what was wrong (a header's values): no traceback
+            self.log_throttle("request answered SYSTEM_ERROR", logging.WARNING,
+                              "request %s from %s answered SYSTEM_ERROR: %s: %s", cmd.code, self.remote_addr_text,
+                              type(exc).__name__, exc)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug of ours: answer, never crash, and show where it happened
+            self.log_throttle("processor failed", logging.ERROR, "processing request %s from %s failed", cmd.code,
+                              self.remote_addr_text, exc_info=True)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
     # -- writing ------------------------------------------------------------------------------
@@ -228,7 +239,8 @@ class Connection:
         try:
             frame = encode_frame(cmd)
         except RemotingFrameError as exc:
-            log.error("cannot send to %s: %s", self.remote_addr_text, exc)
+            self.log_throttle("response not encodable", logging.ERROR, "cannot send to %s: %s",
+                              self.remote_addr_text, exc)
             if cmd.is_response:
                 self.send(RemotingCommand(ResponseCode.SYSTEM_ERROR, remark=str(exc), opaque=cmd.opaque,
                                           flag=cmd.flag, serialize_type=cmd.serialize_type))
@@ -293,6 +305,7 @@ class RemotingServer:
         self.on_close = on_close
         self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
         self.rpc_hooks: list[RpcHook] = []  # see RpcHook; run in order before every request's processor
+        self.log_throttle = LogThrottle(log)  # lines about the peers' mistakes and our bugs, rate-limited
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
 
@@ -328,7 +341,7 @@ class RemotingServer:
             writer.close()
             return
         conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
-                          self.rpc_hooks)
+                          self.rpc_hooks, self.log_throttle)
         self.connections.add(conn)
         try:
             await conn.serve()
@@ -351,6 +364,7 @@ class RemotingServer:
         elif self._sock is not None:
             self._sock.close()
         self._sock = None
+        self.log_throttle.flush()
 
 
 class RemotingClient:

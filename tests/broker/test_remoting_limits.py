@@ -8,6 +8,8 @@ log lines.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import socket
 import struct
 
@@ -15,7 +17,7 @@ import pytest
 
 from broker_support import BrokerThread
 from test_broker_protocol import send_v2
-from rmqstore.remoting import FrameDecoder, RemotingCommand, ResponseCode, encode_frame
+from rmqstore.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_frame
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -45,3 +47,27 @@ def test_a_send_followed_by_garbage_in_one_write_is_stored_and_answered(broker):
         answers = _read_to_eof(s)
     assert [(a.opaque, a.code) for a in answers] == [(77, ResponseCode.SUCCESS)]
     assert answers[0].ext_fields["queueOffset"] == "0" and store.get_max_phy_offset() > before
+
+
+def test_malformed_headers_cost_a_bounded_number_of_log_lines(broker, caplog):
+    """2,000 pulls without their header fields: each answered SYSTEM_ERROR naming the field, as before, and
+    the log gets a few lines and a count, not 2,000 tracebacks."""
+    caplog.set_level(logging.INFO, logger="rmqstore")
+    client = broker.client()
+    try:
+        async def flood():
+            answers = []
+            for _ in range(10):
+                answers += await asyncio.gather(*(client.invoke(RemotingCommand(
+                    RequestCode.PULL_MESSAGE, {"topic": "NoSuchFields"})) for _ in range(200)))
+            return answers
+        answers = broker.call(flood())
+        assert broker.call(client.invoke(send_v2("AfterFlood", b"ok"))).code == ResponseCode.SUCCESS
+    finally:
+        broker.call(client.close())
+    assert {(a.code, a.remark) for a in answers} == {
+        (ResponseCode.SYSTEM_ERROR, "HeaderError: the custom field <consumerGroup> is null")}
+    lines = [r for r in caplog.records if r.name.startswith("rmqstore")]
+    assert not [r for r in lines if r.exc_info]
+    assert 1 <= len([r for r in lines if "<consumerGroup> is null" in r.getMessage()]) <= 20
+    assert len(lines) <= 40, [r.getMessage() for r in lines]

@@ -5,12 +5,15 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
+import logging
+import re
 import struct
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rmqstore.broker.headers import HeaderError
 from rmqstore.remoting import (MAX_FRAME_LENGTH, FrameDecoder, Limits, RemotingClient, RemotingCommand,
                                RemotingFrameError, RemotingServer, ResponseCode, SerializeType, encode_frame,
                                frame_field_spans)
@@ -250,6 +253,104 @@ def test_a_request_followed_by_garbage_in_the_same_write_is_answered_then_the_co
         finally:
             await server.stop()
     _run(main())
+
+
+def _remoting_lines(caplog) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name.startswith("rmqstore.remoting")]
+
+
+def _suppressed(records: list[logging.LogRecord], what: str) -> int:
+    """How many lines about ``what`` the log's summaries say were left out."""
+    return sum(int(m.group(1)) for r in records
+               for m in [re.search(r"(\d+) more lines? (?:like this|of this kind)", r.getMessage())]
+               if m and what in r.getMessage())
+
+
+def test_log_throttle_shows_the_first_lines_of_a_kind_per_window_then_counts_the_rest(caplog):
+    from rmqstore.remoting.throttle import LogThrottle
+
+    now = [100.0]
+    logger = logging.getLogger("rmqstore.remoting.test_throttle")
+    throttle = LogThrottle(logger, burst=2, window=10.0, clock=lambda: now[0])
+    caplog.set_level(logging.INFO, logger=logger.name)
+    shown = [throttle("bad", logging.WARNING, "bad %d", n) for n in range(5)]
+    assert shown == [True, True, False, False, False]
+    assert throttle("other", logging.INFO, "other kind")  # kinds are counted apart
+    now[0] += 10.5
+    assert throttle("other", logging.INFO, "the next window")  # the window is over: the summary comes first
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert messages == [(logging.WARNING, "bad 0"), (logging.WARNING, "bad 1"), (logging.INFO, "other kind"),
+                        (logging.WARNING, "3 more lines of this kind (bad) left out in the last 10 s"),
+                        (logging.INFO, "the next window")]
+    throttle.flush()  # nothing left out of "other": no summary
+    assert len(caplog.records) == 5
+    with pytest.raises(ValueError):
+        LogThrottle(logger, burst=0)
+
+
+def test_bad_input_costs_a_bounded_number_of_log_lines_and_no_traceback(caplog):
+    caplog.set_level(logging.INFO, logger="rmqstore.remoting")
+    bad_requests, bad_connections = 2000, 60
+
+    async def main():
+        server = await _server()
+
+        def needs_topic(conn, req):
+            raise HeaderError("the custom field <topic> is null")
+
+        server.register(1004, needs_topic)
+        client = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            answers = []
+            for _ in range(bad_requests // 200):
+                answers += await asyncio.gather(*(client.invoke(RemotingCommand(1004)) for _ in range(200)))
+            for _ in range(bad_connections):  # each connection closed for a bad length
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                writer.write(struct.pack(">i", -1))
+                assert await _read_to_eof(reader) == []
+                writer.close()
+            assert (await client.invoke(RemotingCommand(1000, {"n": "still"}))).ext_fields["echo"] == "still"
+            return answers
+        finally:
+            await client.close()
+            await server.stop()
+
+    answers = _run(main())
+    # the answer is as before: SYSTEM_ERROR naming the missing field
+    assert {(a.code, a.remark) for a in answers} == {
+        (ResponseCode.SYSTEM_ERROR, "HeaderError: the custom field <topic> is null")}
+    lines = _remoting_lines(caplog)
+    assert not [r for r in lines if r.exc_info], "bad input is no bug of ours: no traceback"
+    assert len(lines) <= 40, [r.getMessage() for r in lines]  # was one traceback per request
+    header_lines = [r for r in lines if "<topic> is null" in r.getMessage()]
+    closed_lines = [r for r in lines if "smaller than the 4-byte" in r.getMessage()]
+    assert header_lines and closed_lines
+    # nothing is hidden: the summaries count what they left out
+    assert len(header_lines) + _suppressed(lines, "answered SYSTEM_ERROR") == bad_requests
+    assert len(closed_lines) + _suppressed(lines, "closing") == bad_connections
+
+
+def test_a_processor_bug_still_logs_its_traceback_rate_limited(caplog):
+    caplog.set_level(logging.INFO, logger="rmqstore.remoting")
+
+    async def main():
+        server = await _server()
+        client = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            answers = await asyncio.gather(*(client.invoke(RemotingCommand(1001)) for _ in range(300)))
+            assert {a.code for a in answers} == {ResponseCode.SYSTEM_ERROR}
+            assert "processor failed on purpose" in answers[0].remark
+        finally:
+            await client.close()
+            await server.stop()
+
+    _run(main())
+    lines = _remoting_lines(caplog)
+    bugs = [r for r in lines if r.exc_info]
+    assert bugs and all(r.levelno >= logging.ERROR and r.exc_info[0] is ValueError for r in bugs)
+    assert "boom" in "".join(logging.Formatter().formatException(bugs[0].exc_info))  # the frame that raised
+    assert len(lines) <= 20
+    assert len(bugs) + _suppressed(lines, "failed") == 300
 
 
 @settings(max_examples=25, deadline=None)
