@@ -66,11 +66,13 @@ class RemotingTimeoutError(TimeoutError):
 
 @dataclass
 class Limits:
-    max_connections: int = 1024
+    max_connections: int = 1024  # at the cap a newcomer evicts a connection (see the module's essay)
     max_in_flight: int = 256
     max_in_flight_bytes: int = 64 * 1024 * 1024  # bodies of requests being processed, per connection
     idle_timeout: float = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
     close_linger: float = 5.0  # a closing connection's time to answer what it was asked and flush the answers
+    first_frame_timeout: float = 10.0  # an accepted connection's first whole frame, from the connect
+    frame_timeout: float = 30.0  # each frame, from its first byte to its last
 
 
 class FrameRecorder:
@@ -111,7 +113,7 @@ class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None,
                  frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None,
-                 log_throttle: LogThrottle | None = None):
+                 log_throttle: LogThrottle | None = None, *, accepted: bool = False):
         self.frame_recorder = frame_recorder
         self.log_throttle = log_throttle or LogThrottle(log)  # the server's, shared by its connections
         self.rpc_hooks = rpc_hooks if rpc_hooks is not None else []  # the server's list, shared
@@ -129,6 +131,10 @@ class Connection:
         self._tasks: set[asyncio.Task] = set()
         self.closed = asyncio.Event()
         self.attributes: dict = {}  # what upper layers remember about the peer (client id, ...)
+        self.accepted = accepted  # a server's end: its peer owes a first frame within first_frame_timeout
+        self.opened_at = self.last_active = asyncio.get_running_loop().time()
+        self.frames_received = 0  # whole frames, requests and responses
+        self._frame_started: float | None = None  # when the first byte of the frame being received came
 
     @property
     def remote_addr_text(self) -> str:
@@ -139,12 +145,14 @@ class Connection:
     async def serve(self) -> None:
         """Read frames until the peer goes away, a limit is hit or the bytes are bad."""
         decoder = FrameDecoder(self.frame_recorder)
+        loop = asyncio.get_running_loop()
         try:
             while True:
+                wait, why = self._read_deadline(loop.time())
                 try:
-                    data = await asyncio.wait_for(self.reader.read(_READ_CHUNK), self.limits.idle_timeout)
+                    data = await asyncio.wait_for(self.reader.read(_READ_CHUNK), max(0.0, wait))
                 except asyncio.TimeoutError:
-                    self.log_throttle("closing idle", logging.INFO, "closing idle connection %s", self.remote_addr_text)
+                    self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, why)
                     break
                 if not data:
                     break
@@ -153,6 +161,7 @@ class Connection:
                     commands = decoder.feed(data)
                 except RemotingFrameError as exc:
                     commands, bad = list(exc.commands), exc
+                self._note_frames(len(commands), decoder.buffered, loop.time())
                 for cmd in commands:
                     await self._dispatch(cmd)
                 if bad is not None:
@@ -180,6 +189,35 @@ class Connection:
         task = asyncio.get_running_loop().create_task(self._process(cmd))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, size))
+
+    def _read_deadline(self, now: float) -> tuple[float, str]:
+        """(seconds left, why the connection closes when they run out) for the next read: the first frame is
+        due ``first_frame_timeout`` after an accepted connect, a begun frame ``frame_timeout`` after its first
+        byte (a peer trickling bytes cannot stretch it), and otherwise the peer may idle ``idle_timeout``."""
+        limits = self.limits
+        if self._frame_started is not None:
+            due, why = self._frame_started + limits.frame_timeout, f"a frame unfinished {limits.frame_timeout:g} s " \
+                                                                   f"after its first byte"
+        else:
+            due, why = self.last_active + limits.idle_timeout, f"idle for {limits.idle_timeout:g} s"
+        if self.accepted and not self.frames_received and self.opened_at + limits.first_frame_timeout < due:
+            due, why = self.opened_at + limits.first_frame_timeout, f"no whole frame {limits.first_frame_timeout:g} s " \
+                                                                    f"after connecting"
+        return due - now, why
+
+    def _note_frames(self, frames: int, buffered: int, now: float) -> None:
+        """Frames completed and the bytes of a begun one after a read (the clocks of :meth:`_read_deadline`)."""
+        if frames:
+            self.frames_received += frames
+            self.last_active = now
+        if not buffered:
+            self._frame_started = None
+        elif frames or self._frame_started is None:
+            self._frame_started = now  # a new frame began in this read
+
+    def evict(self) -> None:
+        """Close at once, sending nothing more (a newcomer needs the slot); :meth:`serve` then ends as usual."""
+        self.writer.transport.abort()
 
     async def _finish_requests(self) -> None:
         """Let the requests being processed answer (at most ``close_linger`` seconds): the peer's frames
@@ -336,12 +374,11 @@ class RemotingServer:
         return f"{self.host}:{self.port}"
 
     async def _accept(self, reader, writer) -> None:
-        if len(self.connections) >= self.limits.max_connections:
-            log.warning("refusing a connection: %d connections open", len(self.connections))
+        if len(self.connections) >= self.limits.max_connections and not self._make_room(writer):
             writer.close()
             return
         conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
-                          self.rpc_hooks, self.log_throttle)
+                          self.rpc_hooks, self.log_throttle, accepted=True)
         self.connections.add(conn)
         try:
             await conn.serve()
@@ -352,6 +389,30 @@ class RemotingServer:
                     self.on_close(conn)
                 except Exception:
                     log.exception("connection close listener failed")
+
+    def _make_room(self, writer: asyncio.StreamWriter) -> bool:
+        """At the cap, evict for a newcomer: the oldest connection that never completed a frame, else the one
+        idle longest.  False when there is none (a cap of 0)."""
+        silent = [c for c in self.connections if not c.frames_received]
+        if silent:
+            victim = min(silent, key=lambda c: c.opened_at)
+            what = "never completed a frame"
+        elif self.connections:
+            victim = min(self.connections, key=lambda c: c.last_active)
+            what = "idle for"
+        else:
+            self.log_throttle("refusing", logging.WARNING, "refusing a connection: the cap is %d",
+                              self.limits.max_connections)
+            return False
+        now = asyncio.get_running_loop().time()
+        since = now - (victim.opened_at if silent else victim.last_active)
+        self.connections.discard(victim)
+        newcomer = writer.get_extra_info("peername") or ("?", 0)
+        self.log_throttle("evicting", logging.INFO, "%d connections (the cap): evicting %s (%s %.1f s) for %s:%s",
+                          self.limits.max_connections, victim.remote_addr_text,
+                          what if not silent else f"{what}, connected", since, newcomer[0], newcomer[1])
+        victim.evict()
+        return True
 
     async def stop(self) -> None:
         if self._server is not None:

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import socket
 import struct
+import time
 
 import pytest
 
@@ -71,3 +72,26 @@ def test_malformed_headers_cost_a_bounded_number_of_log_lines(broker, caplog):
     assert not [r for r in lines if r.exc_info]
     assert 1 <= len([r for r in lines if "<consumerGroup> is null" in r.getMessage()]) <= 20
     assert len(lines) <= 40, [r.getMessage() for r in lines]
+
+
+def test_silent_connections_at_the_cap_do_not_lock_producers_out(tmp_path):
+    """The cap (broker.conf's maxConnections) filled with connections that never send a frame: each new producer
+    is served at once, a silent connection is evicted for it."""
+    cap = 64
+    with BrokerThread(tmp_path / "store", max_connections=cap) as bt:
+        silent = [socket.create_connection(("127.0.0.1", bt.port)) for _ in range(cap)]
+        try:
+            deadline = time.monotonic() + 20
+            while len(bt.broker.server.connections) < cap and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert len(bt.broker.server.connections) == cap
+            for n in range(5):
+                client = bt.client()
+                try:
+                    assert bt.call(client.invoke(send_v2("CapTopic", b"in %d" % n))).code == ResponseCode.SUCCESS
+                finally:
+                    bt.call(client.close())
+            assert len(bt.broker.server.connections) <= cap
+        finally:
+            for s in silent:
+                s.close()

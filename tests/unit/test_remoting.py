@@ -185,22 +185,125 @@ def test_oneway_gets_no_response_and_the_server_can_ask_the_client():
     _run(main())
 
 
-def test_connection_cap_and_idle_timeout():
+async def _closed_by_server(reader: asyncio.StreamReader, within: float) -> bool:
+    """True when the server closes (or resets) the connection within ``within`` seconds."""
+    try:
+        while await asyncio.wait_for(reader.read(65536), within):
+            pass
+        return True
+    except ConnectionError:
+        return True
+    except asyncio.TimeoutError:
+        return False
+
+
+async def _until(condition, within: float = 10.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not condition():
+        assert loop.time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+def test_at_the_cap_a_newcomer_evicts_a_silent_connection_then_the_longest_idle_and_idle_ones_close(caplog):
+    caplog.set_level(logging.INFO, logger="rmqstore.remoting")
+
     async def main():
-        server = await _server(Limits(max_connections=1, idle_timeout=0.3))
-        first = await RemotingClient().connect("127.0.0.1", server.port)
-        await asyncio.sleep(0.05)
-        second = await RemotingClient().connect("127.0.0.1", server.port)
+        server = await _server(Limits(max_connections=3, first_frame_timeout=60, idle_timeout=60))
+        silent = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]  # never send a frame
+        await _until(lambda: len(server.connections) == 2)
+        active = await RemotingClient().connect("127.0.0.1", server.port)
+        clients = [active]
         try:
-            await asyncio.wait_for(second.connection.closed.wait(), 5)  # refused: over the cap
-            await asyncio.wait_for(first.connection.closed.wait(), 5)  # closed: idle
-            third = await RemotingClient().connect("127.0.0.1", server.port)
-            assert (await third.invoke(RemotingCommand(1000, {"n": "3"}))).code == 0
-            await third.close()
+            assert (await active.invoke(RemotingCommand(1000, {"n": "a"}))).code == 0
+            # at the cap: each newcomer is served; the silent connections go first, oldest first
+            for n, gone in enumerate(silent):
+                clients.append(await RemotingClient().connect("127.0.0.1", server.port))
+                assert (await clients[-1].invoke(RemotingCommand(1000, {"n": str(n)}))).ext_fields["echo"] == str(n)
+                assert await _closed_by_server(gone[0], 10)
+                if n == 0:
+                    assert not await _closed_by_server(silent[1][0], 0.3)  # the newer silent one stays
+            # every connection has sent a frame: the longest idle one goes
+            for busy in (active, clients[2]):  # clients[1] now idles longest
+                assert (await busy.invoke(RemotingCommand(1000, {"n": "x"}))).code == 0
+            clients.append(await RemotingClient().connect("127.0.0.1", server.port))
+            assert (await clients[-1].invoke(RemotingCommand(1000, {"n": "new"}))).ext_fields["echo"] == "new"
+            await asyncio.wait_for(clients[1].connection.closed.wait(), 10)
+            assert not active.connection.closed.is_set() and len(server.connections) == 3
+            assert (await active.invoke(RemotingCommand(1000, {"n": "a2"}))).ext_fields["echo"] == "a2"
         finally:
-            await first.close()
-            await second.close()
+            for client in clients:
+                await client.close()
+            for _, writer in silent:
+                writer.close()
             await server.stop()
+        # an idle connection closes after idle_timeout
+        server = await _server(Limits(idle_timeout=0.3))
+        idle = await RemotingClient().connect("127.0.0.1", server.port)
+        try:
+            assert (await idle.invoke(RemotingCommand(1000, {"n": "1"}))).code == 0
+            await asyncio.wait_for(idle.connection.closed.wait(), 10)
+        finally:
+            await idle.close()
+            await server.stop()
+
+    _run(main())
+    evictions = [r for r in caplog.records if "evict" in r.getMessage()]
+    assert len(evictions) == 3 and all(r.levelno == logging.INFO for r in evictions), evictions
+    assert "never completed a frame" in evictions[0].getMessage()
+    assert "idle for" in evictions[2].getMessage()
+
+
+def test_a_connection_must_send_its_first_frame_soon_and_finish_each_frame_in_time():
+    async def main():
+        server = await _server(Limits(first_frame_timeout=0.5, frame_timeout=1.0, idle_timeout=60))
+        frame = encode_frame(RemotingCommand(1000, {"n": "dribbled", "pad": "x" * 100}, opaque=5))
+        try:
+            silent_reader, silent = await asyncio.open_connection("127.0.0.1", server.port)
+            assert await _closed_by_server(silent_reader, 10)  # no frame: closed long before idle_timeout
+            silent.close()
+
+            async def dribble(first: bytes) -> int:
+                """Send ``first`` at once, then ``frame`` one byte per 0.1 s: the bytes sent before the close."""
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                writer.write(first)
+                if first:
+                    (answer,) = FrameDecoder().feed(await asyncio.wait_for(reader.read(65536), 10))
+                    assert answer.ext_fields["echo"] == "hello"
+                sent = 0
+                try:
+                    for sent in range(len(frame)):
+                        writer.write(frame[sent:sent + 1])
+                        await writer.drain()
+                        if await _closed_by_server(reader, 0.1):
+                            return sent + 1
+                    return len(frame)
+                except ConnectionError:
+                    return sent
+                finally:
+                    writer.close()
+
+            # a first frame dribbled byte by byte is cut off by the first-frame deadline; a later frame by the
+            # frame deadline, counted from its first byte although every byte comes well within idle_timeout
+            assert await dribble(b"") < len(frame)
+            hello = encode_frame(RemotingCommand(1000, {"n": "hello"}, opaque=4))
+            assert await dribble(hello) < len(frame)
+            prompt = await RemotingClient().connect("127.0.0.1", server.port)  # sends at once: served
+            assert (await prompt.invoke(RemotingCommand(1000, {"n": "p"}))).ext_fields["echo"] == "p"
+            await prompt.close()
+        finally:
+            await server.stop()
+        # a client's own connection has no first-frame deadline: the server may stay silent
+        server = await _server()
+        try:
+            quiet = await RemotingClient(limits=Limits(first_frame_timeout=0.2)).connect("127.0.0.1", server.port)
+            await asyncio.sleep(0.6)
+            assert not quiet.connection.closed.is_set()
+            assert (await quiet.invoke(RemotingCommand(1000, {"n": "q"}))).ext_fields["echo"] == "q"
+            await quiet.close()
+        finally:
+            await server.stop()
+
     _run(main())
 
 
