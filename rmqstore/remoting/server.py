@@ -25,7 +25,7 @@ an idle connection is closed after ``idle_timeout`` seconds, and the server acce
 most ``max_connections``.
 
 To look at the wire, set ``server.frame_recorder`` (off by default) to a
-:class:`FrameRecorder`: it keeps the last few request frames of each code, bytes as
+:class:`~rmqstore.remoting.recorder.FrameRecorder`: it keeps the last few request frames of each code, bytes as
 received, for a view such as the notebooks' FrameView.  Bytes that are not a frame close the connection, as Netty's
 decoder does in RocketMQ: after a bad length there is no way back to a frame boundary.
 """
@@ -33,7 +33,6 @@ decoder does in RocketMQ: after a bad length there is no way back to a frame bou
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import socket
 import logging
@@ -41,12 +40,12 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
 from ..errors import RmqStoreError
-from .codes import RPC_ONEWAY, ResponseCode, SerializeType
+from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
+from .recorder import FrameRecorder
 from .throttle import LogThrottle
 
-__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RpcHook",
-           "RemotingTimeoutError", "FrameRecorder"]
+__all__ = ["Limits", "Connection", "RemotingServer", "Processor", "RpcHook", "RemotingTimeoutError"]
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +56,8 @@ Processor = Callable[["Connection", RemotingCommand], "RemotingCommand | None | 
 #: is the answer (a refusal) and the processor is not called; None lets the request through
 RpcHook = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 
-_READ_CHUNK = 64 * 1024
+#: bytes a connection reads at a time (also its stream reader's buffer limit)
+READ_CHUNK = 64 * 1024
 
 
 class RemotingTimeoutError(TimeoutError):
@@ -73,36 +73,6 @@ class Limits:
     close_linger: float = 5.0  # a closing connection's time to answer what it was asked and flush the answers
     first_frame_timeout: float = 10.0  # an accepted connection's first whole frame, from the connect
     frame_timeout: float = 30.0  # each frame, from its first byte to its last
-
-
-class FrameRecorder:
-    """The last ``per_code`` request frames of each request code, as received (length field included).
-
-    Called by a connection's decoder with each command and its frame; responses are not kept.
-    ``last(code)`` is the newest frame of a code (``None`` when none came), ``frames(code)``
-    all kept ones, oldest first.
-    """
-
-    def __init__(self, per_code: int = 8):
-        if per_code < 1:
-            raise ValueError(f"per_code must be at least 1, got {per_code}")
-        self.per_code = per_code
-        self._frames: dict[int, collections.deque] = {}
-
-    def __call__(self, cmd: RemotingCommand, frame: bytes) -> None:
-        if not cmd.is_response:
-            self._frames.setdefault(cmd.code, collections.deque(maxlen=self.per_code)).append(bytes(frame))
-
-    def frames(self, code: int) -> list[bytes]:
-        return list(self._frames.get(int(code), ()))
-
-    def last(self, code: int) -> bytes | None:
-        kept = self._frames.get(int(code))
-        return kept[-1] if kept else None
-
-    @property
-    def codes(self) -> list[int]:
-        return sorted(self._frames)
 
 
 class Connection:
@@ -150,7 +120,7 @@ class Connection:
             while True:
                 wait, why = self._read_deadline(loop.time())
                 try:
-                    data = await asyncio.wait_for(self.reader.read(_READ_CHUNK), max(0.0, wait))
+                    data = await asyncio.wait_for(self.reader.read(READ_CHUNK), max(0.0, wait))
                 except asyncio.TimeoutError:
                     self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, why)
                     break
@@ -367,7 +337,7 @@ class RemotingServer:
 
     async def start(self) -> None:
         self.bind()
-        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=_READ_CHUNK)
+        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=READ_CHUNK)
 
     @property
     def address(self) -> str:
@@ -426,33 +396,3 @@ class RemotingServer:
             self._sock.close()
         self._sock = None
         self.log_throttle.flush()
-
-
-class RemotingClient:
-    """A client connection (tests, a broker registering with a name server)."""
-
-    def __init__(self, processors: dict[int, Processor] | None = None, limits: Limits | None = None):
-        self.processors = dict(processors or {})
-        self.limits = limits or Limits(idle_timeout=3600.0)
-        self.connection: Connection | None = None
-        self._task: asyncio.Task | None = None
-
-    async def connect(self, host: str, port: int) -> "RemotingClient":
-        reader, writer = await asyncio.open_connection(host, port, limit=_READ_CHUNK)
-        self.connection = Connection(reader, writer, self.processors, self.limits)
-        self._task = asyncio.get_running_loop().create_task(self.connection.serve())
-        return self
-
-    async def invoke(self, request: RemotingCommand, timeout: float = 3.0,
-                     serialize_type: int = SerializeType.JSON) -> RemotingCommand:
-        request.serialize_type = serialize_type
-        return await self.connection.invoke(request, timeout)
-
-    async def invoke_oneway(self, request: RemotingCommand) -> None:
-        await self.connection.invoke_oneway(request)
-
-    async def close(self) -> None:
-        if self.connection is not None:
-            await self.connection.close()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
