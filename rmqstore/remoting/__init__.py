@@ -3,8 +3,8 @@
 No Jupyter and no store imports: this package only moves RemotingCommands over sockets.
 See :mod:`.frame` for the frame and its two header codecs, :mod:`.server` for
 connections, opaque matching and the limits that keep a broker alive under bad input
-(:mod:`.throttle` the rate limit on log lines), :mod:`.client` for dialling out and
-:mod:`.recorder` for a view of the wire.
+(:mod:`.budget` the server-wide budget of unsent answers, :mod:`.throttle` the rate limit on
+log lines), :mod:`.client` for dialling out and :mod:`.recorder` for a view of the wire.
 """
 
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, RequestCode, ResponseCode, SerializeType

@@ -393,7 +393,7 @@ class FrameDecoder:
     (so a valid request followed by garbage in one write is still answered), and the buffer is
     dropped: the stream cannot be resynchronised, close it once those are answered.  An optional
     ``recorder(cmd, frame)`` sees each decoded command with its frame's bytes (a view of the
-    wire, e.g. :class:`~rmqstore.remoting.server.FrameRecorder`).
+    wire, e.g. :class:`~rmqstore.remoting.recorder.FrameRecorder`).
     """
 
     def __init__(self, recorder: "Callable[[RemotingCommand, bytes], None] | None" = None):

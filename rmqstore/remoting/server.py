@@ -11,23 +11,46 @@ One :class:`Connection` class serves both ends of a socket.  Its read loop cuts 
   The processor's response goes back with the request's opaque and serialize type; a
   oneway request gets none.  An unknown code is answered REQUEST_CODE_NOT_SUPPORTED with
   RocketMQ's remark, an exception inside a processor SYSTEM_ERROR with a remark naming
-  it -- the connection and the server live on.
+  it -- the connection and the server live on.  An :class:`~rmqstore.errors.RmqStoreError`
+  (a header field missing or not a number: the peer's mistake, refused on purpose) is one
+  log line; any other exception is a bug of ours and logs its traceback.
 
 Either side can send requests (the broker asks a producer CHECK_TRANSACTION_STATE over
 the producer's own connection), which is why the same class is the client.
 
-Limits, all per :class:`Limits`: a frame is at most 16 MiB (checked from its length field
-before anything is buffered), at most ``max_in_flight`` requests of one connection are
-processed at a time and their bodies are at most ``max_in_flight_bytes`` (the reader waits:
-the peer's TCP window does the rest), a response waits until the peer has read enough of
-what was sent before (drain), so a peer that never reads stalls only itself,
-an idle connection is closed after ``idle_timeout`` seconds, and the server accepts at
-most ``max_connections``.
+**Limits** -- all per :class:`Limits`, so that no peer, however hostile, can take the server
+down or lock other clients out:
 
-To look at the wire, set ``server.frame_recorder`` (off by default) to a
-:class:`~rmqstore.remoting.recorder.FrameRecorder`: it keeps the last few request frames of each code, bytes as
-received, for a view such as the notebooks' FrameView.  Bytes that are not a frame close the connection, as Netty's
-decoder does in RocketMQ: after a bad length there is no way back to a frame boundary.
+* *bytes*: a frame is at most 16 MiB, checked from its length field before anything is
+  buffered.  Bytes that are not a frame close the connection, as Netty's decoder does in
+  RocketMQ (after a bad length there is no way back to a frame boundary) -- but the frames
+  cut before them are answered first: the requests get ``close_linger`` seconds, and so does
+  the flush of the answers before the socket is aborted;
+* *work*: at most ``max_in_flight`` requests of a connection are processed at a time, their
+  bodies at most ``max_in_flight_bytes`` (the reader waits; the peer's TCP window does the rest);
+* *time*: an accepted connection owes its first whole frame ``first_frame_timeout`` (10 s)
+  after connecting -- RocketMQ's clients connect when they have a request to send and send it
+  at once, then heartbeat every 30 s -- and every frame must be whole ``frame_timeout`` (30 s)
+  after its *first* byte, however the bytes trickle in.  Otherwise a connection may idle
+  ``idle_timeout`` (RocketMQ's 120 s) since its last whole frame or since the peer last took
+  some of our bytes.  A client's own connection owes no first frame;
+* *connections*: a server holds at most ``max_connections``.  At the cap a newcomer is not
+  refused: the server evicts the oldest connection that never completed a frame, else the one
+  idle longest (one INFO line each), so connections that send nothing cannot starve the ones
+  that do.  RocketMQ has no cap;
+* *memory*: answers the peer has not read yet wait in the connection's transport.  Above
+  ``connection_unsent_high`` (4 MiB) a connection reads no further request until its
+  transport is down to a quarter of that (the transport's own marks: ``drain`` waits for the
+  same), and all connections together share ``unsent_budget`` (64 MiB): past it, the ones
+  holding the most stop reading until the total is back under half
+  (:mod:`rmqstore.remoting.budget`, which states the bound).  After dispatching a request the
+  reader lets it answer before it checks for room again, so a burst of requests in one read
+  cannot outrun the check.  :meth:`Connection.account_unsent` is the one place that measures.
+
+Lines about the peers' mistakes and our own bugs go through the server's
+:class:`~rmqstore.remoting.throttle.LogThrottle`: the first few of a kind per minute, then a
+count.  ``server.frame_recorder`` (:mod:`rmqstore.remoting.recorder`, off by default) keeps the
+last request frames of each code as received, for a view of the wire.
 """
 
 from __future__ import annotations
@@ -43,6 +66,7 @@ from ..errors import RmqStoreError
 from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 from .recorder import FrameRecorder
+from .budget import UnsentBudget
 from .throttle import LogThrottle
 
 __all__ = ["Limits", "Connection", "RemotingServer", "Processor", "RpcHook", "RemotingTimeoutError"]
@@ -73,6 +97,8 @@ class Limits:
     close_linger: float = 5.0  # a closing connection's time to answer what it was asked and flush the answers
     first_frame_timeout: float = 10.0  # an accepted connection's first whole frame, from the connect
     frame_timeout: float = 30.0  # each frame, from its first byte to its last
+    unsent_budget: int = 64 * 1024 * 1024  # answers written but not sent, all connections of a server together
+    connection_unsent_high: int = 4 * 1024 * 1024  # one connection's; above it, it reads on at a quarter of it
 
 
 class Connection:
@@ -83,7 +109,8 @@ class Connection:
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None,
                  frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None,
-                 log_throttle: LogThrottle | None = None, *, accepted: bool = False):
+                 log_throttle: LogThrottle | None = None, *, accepted: bool = False,
+                 budget: UnsentBudget | None = None):
         self.frame_recorder = frame_recorder
         self.log_throttle = log_throttle or LogThrottle(log)  # the server's, shared by its connections
         self.rpc_hooks = rpc_hooks if rpc_hooks is not None else []  # the server's list, shared
@@ -105,6 +132,10 @@ class Connection:
         self.opened_at = self.last_active = asyncio.get_running_loop().time()
         self.frames_received = 0  # whole frames, requests and responses
         self._frame_started: float | None = None  # when the first byte of the frame being received came
+        self.budget = budget  # the server's account of unsent bytes (None: this connection's own limit only)
+        self.unsent = 0  # what the transport held when last measured (account_unsent)
+        # the transport pauses writing (drain waits) above our own high-water mark, resumes at a quarter of it
+        writer.transport.set_write_buffer_limits(high=limits.connection_unsent_high)
 
     @property
     def remote_addr_text(self) -> str:
@@ -118,6 +149,11 @@ class Connection:
         loop = asyncio.get_running_loop()
         try:
             while True:
+                if (stuck := await self._wait_for_room()) is not None:
+                    if stuck:
+                        self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, stuck)
+                        self.writer.transport.abort()  # it reads nothing: no use waiting to flush
+                    break
                 wait, why = self._read_deadline(loop.time())
                 try:
                     data = await asyncio.wait_for(self.reader.read(READ_CHUNK), max(0.0, wait))
@@ -133,6 +169,8 @@ class Connection:
                     commands, bad = list(exc.commands), exc
                 self._note_frames(len(commands), decoder.buffered, loop.time())
                 for cmd in commands:
+                    if not cmd.is_response and await self._wait_for_room() is not None:
+                        break  # the next read says why
                     await self._dispatch(cmd)
                 if bad is not None:
                     self.log_throttle("closing for bad bytes", logging.WARNING, "closing %s for bad bytes: %s",
@@ -159,6 +197,43 @@ class Connection:
         task = asyncio.get_running_loop().create_task(self._process(cmd))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, size))
+        await asyncio.sleep(0)  # let the request answer (when it can at once) before the next check for room
+
+    async def _wait_for_room(self) -> str | None:
+        """Until this connection may take another request (None): its transport holds at most
+        ``connection_unsent_high`` and, while the server is over its unsent budget, no more than a peer that keeps
+        up.  Else why to close: the peer took none of our bytes for ``idle_timeout`` seconds (taking some counts
+        as activity), or "" when the connection is closing anyway."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.writer.transport.is_closing():
+                return ""
+            self.account_unsent()
+            own = self.unsent > self.limits.connection_unsent_high
+            if not own and (self.budget is None or self.budget.may_read(self)):
+                return None
+            wait = self.last_active + self.limits.idle_timeout - loop.time()
+            if wait <= 0:
+                return f"it took none of {self.unsent} unsent bytes for {self.limits.idle_timeout:g} s"
+            if own:
+                try:
+                    await asyncio.wait_for(self.writer.drain(), wait)  # the transport resumes at its low-water mark
+                except asyncio.TimeoutError:
+                    pass
+            else:
+                assert self.budget is not None
+                await self.budget.wait_for_room(self, wait)
+
+    def account_unsent(self) -> int:
+        """The one place that measures this connection's unsent bytes -- what its transport has not written yet
+        -- and reports them to the server's budget.  Fewer than last time: the peer is reading (activity)."""
+        size = self.writer.transport.get_write_buffer_size()
+        if size < self.unsent:
+            self.last_active = asyncio.get_running_loop().time()
+        self.unsent = size
+        if self.budget is not None:
+            self.budget.account(self, size)
+        return size
 
     def _read_deadline(self, now: float) -> tuple[float, str]:
         """(seconds left, why the connection closes when they run out) for the next read: the first frame is
@@ -188,6 +263,8 @@ class Connection:
     def evict(self) -> None:
         """Close at once, sending nothing more (a newcomer needs the slot); :meth:`serve` then ends as usual."""
         self.writer.transport.abort()
+        if self.budget is not None:
+            self.budget.wake(self)  # if it waits for room, it stops waiting
 
     async def _finish_requests(self) -> None:
         """Let the requests being processed answer (at most ``close_linger`` seconds): the peer's frames
@@ -254,6 +331,7 @@ class Connection:
                                           flag=cmd.flag, serialize_type=cmd.serialize_type))
             return False
         self.writer.write(frame)
+        self.account_unsent()
         return True
 
     async def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
@@ -297,6 +375,7 @@ class Connection:
             self.writer.transport.abort()  # ... unless the peer does not read it
         except (ConnectionError, OSError):
             pass
+        self.account_unsent()  # closed: nothing held any more
 
 
 class RemotingServer:
@@ -314,6 +393,7 @@ class RemotingServer:
         self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
         self.rpc_hooks: list[RpcHook] = []  # see RpcHook; run in order before every request's processor
         self.log_throttle = LogThrottle(log)  # lines about the peers' mistakes and our bugs, rate-limited
+        self.budget = UnsentBudget(self.limits.unsent_budget, self.log_throttle)  # the answers not yet sent
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
 
@@ -348,7 +428,7 @@ class RemotingServer:
             writer.close()
             return
         conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
-                          self.rpc_hooks, self.log_throttle, accepted=True)
+                          self.rpc_hooks, self.log_throttle, accepted=True, budget=self.budget)
         self.connections.add(conn)
         try:
             await conn.serve()
@@ -384,11 +464,16 @@ class RemotingServer:
         victim.evict()
         return True
 
+    @property
+    def unsent_bytes(self) -> int:
+        """What the connections' transports hold unsent, as last measured (never below the truth)."""
+        return self.budget.total
+
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for conn in list(self.connections):
-            await conn.close()
+        self.budget.close()
+        await asyncio.gather(*(conn.close() for conn in list(self.connections)))
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None

@@ -17,8 +17,8 @@ import time
 import pytest
 
 from broker_support import BrokerThread
-from test_broker_protocol import send_v2
-from rmqstore.remoting import FrameDecoder, RemotingCommand, RequestCode, ResponseCode, encode_frame
+from test_broker_protocol import pull, send_v2
+from rmqstore.remoting import FrameDecoder, Limits, RemotingCommand, RequestCode, ResponseCode, encode_frame
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -95,3 +95,67 @@ def test_silent_connections_at_the_cap_do_not_lock_producers_out(tmp_path):
         finally:
             for s in silent:
                 s.close()
+
+
+def test_consumers_that_never_read_their_pulls_cannot_grow_the_broker_past_its_budget(tmp_path, caplog):
+    """Four clients send 200 pulls of big messages each and never read: the broker's buffers of unsent answers
+    stay within the budget plus the stated bound, a producer and a consumer that read are served throughout, and
+    the log says so once."""
+    caplog.set_level(logging.INFO, logger="rmqstore")
+    mib, hogs, per_hog = 1 << 20, 4, 200
+    limits = Limits(unsent_budget=4 * mib, connection_unsent_high=mib, max_in_flight=64)
+    with BrokerThread(tmp_path / "store", limits=limits) as bt:
+        client = bt.client()
+        body = b"m" * (250 * 1024)  # one per pull: RocketMQ's 256 KiB transfer limit
+        try:
+            for n in range(8):
+                assert bt.call(client.invoke(send_v2("BigPull", body, 0))).code == ResponseCode.SUCCESS
+            sample = bt.call(client.invoke(pull("BigPull", 0, 0)))
+            assert sample.code == ResponseCode.SUCCESS and len(sample.body) > len(body)
+            frame = len(encode_frame(sample))
+            bound = limits.unsent_budget + (hogs + 1) * (64 * 1024 + frame)  # as in the remoting unit test
+            server, peak = bt.broker.server, [0]
+
+            async def sampling(stop: asyncio.Event):
+                while not stop.is_set():
+                    peak[0] = max(peak[0], sum(c.writer.transport.get_write_buffer_size() for c in server.connections))
+                    await asyncio.sleep(0.002)
+
+            stop = bt.call(_make_event())
+            sampler = asyncio.run_coroutine_threadsafe(sampling(stop), bt.loop)
+            flood = []
+            for _ in range(hogs):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.connect(("127.0.0.1", bt.port))
+                requests = [pull("BigPull", 0, n % 8) for n in range(per_hog)]
+                for n, r in enumerate(requests):
+                    r.opaque = n + 1
+                s.sendall(b"".join(encode_frame(r) for r in requests))
+                flood.append(s)
+            try:
+                deadline = time.monotonic() + 30
+                while server.budget.over_since is None:  # the hogs fill the broker's buffers past the budget
+                    assert time.monotonic() < deadline, server.unsent_bytes
+                    time.sleep(0.01)
+                for n in range(10):  # while over budget, a producer and a consumer that read are served
+                    assert bt.call(client.invoke(send_v2("BigPull", b"small %d" % n, 1), timeout=10)).code == 0
+                    r = bt.call(client.invoke(pull("BigPull", 0, n % 8), timeout=10))
+                    assert r.code == ResponseCode.SUCCESS and len(r.body) > len(body)
+                    time.sleep(0.02)
+                assert server.budget.over_since is not None  # the hogs still read nothing
+                assert limits.unsent_budget < peak[0] <= bound, (peak[0], bound)
+                assert server.unsent_bytes <= server.budget.peak <= bound
+            finally:
+                bt.loop.call_soon_threadsafe(stop.set)
+                sampler.result(10)
+                for s in flood:
+                    s.close()
+        finally:
+            bt.call(client.close())
+    over = [r for r in caplog.records if "budget" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert len(over) == 1, [r.getMessage() for r in caplog.records if "budget" in r.getMessage()]
+
+
+async def _make_event() -> asyncio.Event:
+    return asyncio.Event()

@@ -7,6 +7,7 @@ import concurrent.futures
 import json
 import logging
 import re
+import socket
 import struct
 
 import pytest
@@ -305,6 +306,99 @@ def test_a_connection_must_send_its_first_frame_soon_and_finish_each_frame_in_ti
             await server.stop()
 
     _run(main())
+
+
+async def _hog(port: int, requests: list[RemotingCommand]) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A client that sends ``requests`` in one write and never reads (a small receive buffer: the server's
+    answers pile up on the server's side, not in the kernel)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.setblocking(False)
+    await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+    reader, writer = await asyncio.open_connection(sock=sock)
+    writer.write(b"".join(encode_frame(r) for r in requests))
+    return reader, writer
+
+
+def test_clients_that_never_read_cannot_hold_more_than_the_unsent_budget(caplog):
+    caplog.set_level(logging.INFO, logger="rmqstore.remoting")
+    mib, answer = 1 << 20, 256 * 1024
+    budget, hogs, per_hog = 4 * mib, 4, 200
+    limits = Limits(unsent_budget=budget, connection_unsent_high=mib, max_in_flight=64)
+    frame = len(encode_frame(RemotingCommand(0, body=b"r" * answer, opaque=2**31 - 1, flag=1)))
+    # the bound rmqstore.remoting.budget states: past the budget each connection can add one more answer, and
+    # one holding no more than the 64 KiB of a peer that keeps up can get there first (the good client counts)
+    bound = budget + (hogs + 1) * (64 * 1024 + frame)
+
+    async def main():
+        server = await _server(limits)
+        big = b"r" * answer
+        server.register(1005, lambda conn, req: req.response(ResponseCode.SUCCESS, body=big))
+        peak = 0
+
+        async def sample():  # what the transports really hold, measured apart from the server's own account
+            nonlocal peak
+            while True:
+                peak = max(peak, sum(c.writer.transport.get_write_buffer_size() for c in server.connections))
+                await asyncio.sleep(0.002)
+
+        async def served(n: int) -> None:
+            r = await good.invoke(RemotingCommand(1005 if n % 2 else 1000, {"n": str(n)}), timeout=10)
+            assert r.code == ResponseCode.SUCCESS and len(r.body) == (answer if n % 2 else 0)
+
+        sampler = asyncio.ensure_future(sample())
+        good = await RemotingClient().connect("127.0.0.1", server.port)
+        requests = [RemotingCommand(1005, opaque=n + 1) for n in range(per_hog)]
+        flood = [await _hog(server.port, requests)]
+        try:
+            # one client that never reads is held by its own high-water mark, far below the budget
+            await _until(lambda: server.unsent_bytes > limits.connection_unsent_high, 20)
+            await asyncio.sleep(0.3)
+            assert limits.connection_unsent_high < peak <= limits.connection_unsent_high + 2 * frame, peak
+            assert server.budget.over_since is None
+            # more of them pass the budget: the server stops reading from them, the client that reads is served
+            flood += [await _hog(server.port, requests) for _ in range(hogs - 1)]
+            for n in range(10):
+                await served(n)
+            await _until(lambda: server.budget.over_since is not None, 20)
+            for n in range(10):
+                await served(n)
+                await asyncio.sleep(0.02)
+            assert server.budget.over_since is not None  # the hogs still read nothing: still over
+            assert budget < peak <= bound, (peak, bound)
+            assert server.unsent_bytes <= server.budget.peak <= bound  # the server's own account, never below
+            assert server.budget.peak >= peak  # the truth (it measures when it writes)
+        finally:
+            sampler.cancel()
+            for _, writer in flood:
+                writer.transport.abort()
+            await good.close()
+            await server.stop()
+
+    _run(main())
+    over = [r for r in caplog.records if "budget" in r.getMessage() and r.levelno >= logging.WARNING]
+    assert len(over) == 1, [r.getMessage() for r in caplog.records]
+    assert re.search(r"not reading from the [45] holding more than 65536 bytes", over[0].getMessage())
+
+
+def test_a_client_that_takes_none_of_its_answers_is_closed_after_the_idle_timeout(caplog):
+    caplog.set_level(logging.INFO, logger="rmqstore.remoting")
+
+    async def main():
+        server = await _server(Limits(idle_timeout=1.0, connection_unsent_high=256 * 1024))
+        big = b"r" * (128 * 1024)
+        server.register(1005, lambda conn, req: req.response(ResponseCode.SUCCESS, body=big))
+        reader, writer = await _hog(server.port, [RemotingCommand(1005, opaque=n + 1) for n in range(200)])
+        try:
+            await _until(lambda: server.unsent_bytes > 256 * 1024, 20)  # stopped by its own high-water mark
+            await _until(lambda: not server.connections, 20)  # then closed: it read nothing for idle_timeout
+            assert server.unsent_bytes == 0
+        finally:
+            writer.transport.abort()
+            await server.stop()
+
+    _run(main())
+    assert any(re.search(r"took none of \d+ unsent bytes for 1 s", r.getMessage()) for r in caplog.records)
 
 
 def test_an_rpc_hook_sees_every_request_first_and_its_refusal_is_the_answer():
