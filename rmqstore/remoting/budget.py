@@ -85,6 +85,8 @@ class UnsentBudget:
             self._held[holder] = size
         self.total += size - old
         self.peak = max(self.peak, self.total)
+        if size <= KEEPING_UP and holder in self._waiting:
+            self._waiting[holder].set()  # it may read again, whether or not the episode goes on
         if not self._measuring:
             self._evaluate()
 
@@ -128,10 +130,6 @@ class UnsentBudget:
             self._begin(loop)
         elif self.total < self.low_water:
             self._end()
-        else:
-            for holder, event in self._waiting.items():
-                if self.may_read(holder):
-                    event.set()
 
     def _measure_all(self) -> None:
         self._measuring = True

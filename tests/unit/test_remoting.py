@@ -320,6 +320,54 @@ async def _hog(port: int, requests: list[RemotingCommand]) -> tuple[asyncio.Stre
     return reader, writer
 
 
+def test_unsent_budget_stale_reports_start_no_episode_and_the_heaviest_stop_until_half(caplog):
+    from rmqstore.remoting.budget import KEEPING_UP, UnsentBudget
+    from rmqstore.remoting.throttle import LogThrottle
+
+    kib = 1024
+    assert KEEPING_UP == 64 * kib
+    caplog.set_level(logging.INFO, logger="rmqstore.remoting")
+
+    async def main():
+        budget = UnsentBudget(1000 * kib, LogThrottle(logging.getLogger("rmqstore.remoting.test")), refresh_every=0.01)
+
+        class Holder:
+            def __init__(self, name, size):
+                self.remote_addr_text, self.size = name, size
+
+            def account_unsent(self):
+                budget.account(self, self.size)
+                return self.size
+
+        a, b, light = Holder("a", 600 * kib), Holder("b", 0), Holder("light", 10 * kib)
+        for h in (a, b, light):
+            h.account_unsent()
+        a.size = 0  # a's peer read it all, unreported: the account is stale, too high
+        b.size = 500 * kib
+        b.account_unsent()  # 1,110 KiB accounted, over; measured again 510: no episode
+        assert budget.total == 510 * kib and budget.over_since is None
+        await asyncio.sleep(0.02)
+        a.size = 600 * kib
+        a.account_unsent()  # 1,110 KiB really: over
+        assert budget.over_since is not None and budget.peak == 1110 * kib
+        assert not budget.may_read(a) and not budget.may_read(b) and budget.may_read(light)  # the heaviest stop
+        waiting = asyncio.ensure_future(budget.wait_for_room(b, 10))
+        await asyncio.sleep(0.01)
+        b.size = 60 * kib  # b's peer reads: b may read again while the episode goes on (670 KiB > 500)
+        await asyncio.wait_for(waiting, 5)
+        assert budget.may_read(b) and not budget.may_read(a) and budget.over_since is not None
+        a.size = 300 * kib  # measured by the episode's refresher: 370 KiB, below half the budget
+        await _until(lambda: budget.over_since is None, 10)
+        assert budget.may_read(a) and budget.total == 370 * kib
+        budget.close()
+
+    _run(main())
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 2, lines  # once when it begins, once when it ends
+    assert "over the 1024000-byte budget: not reading from the 2 holding more than 65536 bytes" in lines[0]
+    assert "the most: a, 614400 bytes" in lines[0] and "below 512000" in lines[1]
+
+
 def test_clients_that_never_read_cannot_hold_more_than_the_unsent_budget(caplog):
     caplog.set_level(logging.INFO, logger="rmqstore.remoting")
     mib, answer = 1 << 20, 256 * 1024
