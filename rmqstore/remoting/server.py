@@ -241,13 +241,14 @@ class Connection:
         byte (a peer trickling bytes cannot stretch it), and otherwise the peer may idle ``idle_timeout``."""
         limits = self.limits
         if self._frame_started is not None:
-            due, why = self._frame_started + limits.frame_timeout, f"a frame unfinished {limits.frame_timeout:g} s " \
-                                                                   f"after its first byte"
+            due = self._frame_started + limits.frame_timeout
+            why = f"a frame unfinished {limits.frame_timeout:g} s after its first byte"
         else:
-            due, why = self.last_active + limits.idle_timeout, f"idle for {limits.idle_timeout:g} s"
+            due = self.last_active + limits.idle_timeout
+            why = f"idle for {limits.idle_timeout:g} s"
         if self.accepted and not self.frames_received and self.opened_at + limits.first_frame_timeout < due:
-            due, why = self.opened_at + limits.first_frame_timeout, f"no whole frame {limits.first_frame_timeout:g} s " \
-                                                                    f"after connecting"
+            due = self.opened_at + limits.first_frame_timeout
+            why = f"no whole frame {limits.first_frame_timeout:g} s after connecting"
         return due - now, why
 
     def _note_frames(self, frames: int, buffered: int, now: float) -> None:
