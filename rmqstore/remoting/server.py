@@ -444,24 +444,22 @@ class RemotingServer:
     def _make_room(self, writer: asyncio.StreamWriter) -> bool:
         """At the cap, evict for a newcomer: the oldest connection that never completed a frame, else the one
         idle longest.  False when there is none (a cap of 0)."""
+        now = asyncio.get_running_loop().time()
         silent = [c for c in self.connections if not c.frames_received]
         if silent:
             victim = min(silent, key=lambda c: c.opened_at)
-            what = "never completed a frame"
+            why = f"never completed a frame, connected {now - victim.opened_at:.1f} s ago"
         elif self.connections:
             victim = min(self.connections, key=lambda c: c.last_active)
-            what = "idle for"
+            why = f"idle for {now - victim.last_active:.1f} s"
         else:
             self.log_throttle("refusing", logging.WARNING, "refusing a connection: the cap is %d",
                               self.limits.max_connections)
             return False
-        now = asyncio.get_running_loop().time()
-        since = now - (victim.opened_at if silent else victim.last_active)
         self.connections.discard(victim)
         newcomer = writer.get_extra_info("peername") or ("?", 0)
-        self.log_throttle("evicting", logging.INFO, "%d connections (the cap): evicting %s (%s %.1f s) for %s:%s",
-                          self.limits.max_connections, victim.remote_addr_text,
-                          what if not silent else f"{what}, connected", since, newcomer[0], newcomer[1])
+        self.log_throttle("evicting", logging.INFO, "%d connections (the cap): evicting %s (%s) for %s:%s",
+                          self.limits.max_connections, victim.remote_addr_text, why, newcomer[0], newcomer[1])
         victim.evict()
         return True
 
