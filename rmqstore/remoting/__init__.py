@@ -2,14 +2,17 @@
 
 No Jupyter and no store imports: this package only moves RemotingCommands over sockets.
 See :mod:`.frame` for the frame and its two header codecs, :mod:`.server` for
-connections, opaque matching and the limits that keep a broker alive under bad input.
+connections, opaque matching and the limits that keep a broker alive under bad input
+(:mod:`.budget` the server-wide budget of unsent answers, :mod:`.throttle` the rate limit on
+log lines), :mod:`.client` for dialling out and :mod:`.recorder` for a view of the wire.
 """
 
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, RequestCode, ResponseCode, SerializeType
 from .frame import (BINARY_HEADER_FIELDS, FRAME_FIELDS, MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand,
                     RemotingFrameError, decode_frame, encode_frame, frame_field_spans, header_field_spans)
-from .server import (Connection, FrameRecorder, Limits, RemotingClient, RemotingServer, RemotingTimeoutError,
-                     RpcHook)
+from .client import RemotingClient
+from .recorder import FrameRecorder
+from .server import Connection, Limits, RemotingServer, RemotingTimeoutError, RpcHook
 
 __all__ = [
     "BINARY_HEADER_FIELDS", "Connection", "FRAME_FIELDS", "FrameDecoder", "FrameRecorder", "LanguageCode", "Limits",

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import struct
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..errors import RmqStoreError
 from ..layout import KIND_SIZES, Field
@@ -82,7 +82,13 @@ _JSON_KEYS = {"code": "code", "language": "language", "version": "version", "opa
 
 
 class RemotingFrameError(RmqStoreError, ValueError):
-    """Bytes that are not a RocketMQ remoting frame (bad length, bad header)."""
+    """Bytes that are not a RocketMQ remoting frame (bad length, bad header).
+
+    Raised by :meth:`FrameDecoder.feed`, ``commands`` holds the frames cut before the bad bytes
+    (answer them, then close the stream); empty elsewhere.
+    """
+
+    commands: "Sequence[RemotingCommand]" = ()
 
 
 @dataclass
@@ -383,9 +389,11 @@ class FrameDecoder:
     """Cuts frames out of a byte stream, holding at most one frame's bytes.
 
     ``feed(data)`` returns the complete frames' commands; a bad length or header raises
-    :class:`RemotingFrameError` (the stream cannot be resynchronised: close it).  An optional
+    :class:`RemotingFrameError` carrying the frames cut before the bad bytes in its ``commands``
+    (so a valid request followed by garbage in one write is still answered), and the buffer is
+    dropped: the stream cannot be resynchronised, close it once those are answered.  An optional
     ``recorder(cmd, frame)`` sees each decoded command with its frame's bytes (a view of the
-    wire, e.g. :class:`~rmqstore.remoting.server.FrameRecorder`).
+    wire, e.g. :class:`~rmqstore.remoting.recorder.FrameRecorder`).
     """
 
     def __init__(self, recorder: "Callable[[RemotingCommand, bytes], None] | None" = None):
@@ -398,7 +406,16 @@ class FrameDecoder:
 
     def feed(self, data: bytes) -> list[RemotingCommand]:
         self._buf += data
-        out = []
+        out: list[RemotingCommand] = []
+        try:
+            self._cut(out)
+        except RemotingFrameError as exc:
+            self._buf.clear()
+            exc.commands = out
+            raise
+        return out
+
+    def _cut(self, out: list[RemotingCommand]) -> None:
         while len(self._buf) >= 4:
             length = _I32.unpack_from(self._buf, 0)[0]
             check_length(length)
@@ -410,4 +427,3 @@ class FrameDecoder:
             if self.recorder is not None:
                 self.recorder(cmd, frame)
             out.append(cmd)
-        return out

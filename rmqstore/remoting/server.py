@@ -11,40 +11,65 @@ One :class:`Connection` class serves both ends of a socket.  Its read loop cuts 
   The processor's response goes back with the request's opaque and serialize type; a
   oneway request gets none.  An unknown code is answered REQUEST_CODE_NOT_SUPPORTED with
   RocketMQ's remark, an exception inside a processor SYSTEM_ERROR with a remark naming
-  it -- the connection and the server live on.
+  it -- the connection and the server live on.  An :class:`~rmqstore.errors.RmqStoreError`
+  (a header field missing or not a number: the peer's mistake, refused on purpose) is one
+  log line; any other exception is a bug of ours and logs its traceback.
 
 Either side can send requests (the broker asks a producer CHECK_TRANSACTION_STATE over
 the producer's own connection), which is why the same class is the client.
 
-Limits, all per :class:`Limits`: a frame is at most 16 MiB (checked from its length field
-before anything is buffered), at most ``max_in_flight`` requests of one connection are
-processed at a time and their bodies are at most ``max_in_flight_bytes`` (the reader waits:
-the peer's TCP window does the rest), a response waits until the peer has read enough of
-what was sent before (drain), so a peer that never reads stalls only itself,
-an idle connection is closed after ``idle_timeout`` seconds, and the server accepts at
-most ``max_connections``.
+**Limits** -- all per :class:`Limits`, so that no peer, however hostile, can take the server
+down or lock other clients out:
 
-To look at the wire, set ``server.frame_recorder`` (off by default) to a
-:class:`FrameRecorder`: it keeps the last few request frames of each code, bytes as
-received, for a view such as the notebooks' FrameView.  Bytes that are not a frame close the connection, as Netty's
-decoder does in RocketMQ: after a bad length there is no way back to a frame boundary.
+* *bytes*: a frame is at most 16 MiB, checked from its length field before anything is
+  buffered.  Bytes that are not a frame close the connection, as Netty's decoder does in
+  RocketMQ (after a bad length there is no way back to a frame boundary) -- but the frames
+  cut before them are answered first: the requests get ``close_linger`` seconds, and so does
+  the flush of the answers before the socket is aborted;
+* *work*: at most ``max_in_flight`` requests of a connection are processed at a time, their
+  bodies at most ``max_in_flight_bytes`` (the reader waits; the peer's TCP window does the rest);
+* *time*: an accepted connection owes its first whole frame ``first_frame_timeout`` (10 s)
+  after connecting -- RocketMQ's clients connect when they have a request to send and send it
+  at once, then heartbeat every 30 s -- and every frame must be whole ``frame_timeout`` (30 s)
+  after its *first* byte, however the bytes trickle in.  Otherwise a connection may idle
+  ``idle_timeout`` (RocketMQ's 120 s) since its last whole frame or since the peer last took
+  some of our bytes.  A client's own connection owes no first frame;
+* *connections*: a server holds at most ``max_connections``.  At the cap a newcomer is not
+  refused: the server evicts the oldest connection that never completed a frame, else the one
+  idle longest (one INFO line each), so connections that send nothing cannot starve the ones
+  that do.  RocketMQ has no cap;
+* *memory*: answers the peer has not read yet wait in the connection's transport.  Above
+  ``connection_unsent_high`` (4 MiB) a connection reads no further request until its
+  transport is down to a quarter of that (the transport's own marks: ``drain`` waits for the
+  same), and all connections together share ``unsent_budget`` (64 MiB): past it, the ones
+  holding the most stop reading until the total is back under half
+  (:mod:`rmqstore.remoting.budget`, which states the bound).  After dispatching a request the
+  reader lets it answer before it checks for room again, so a burst of requests in one read
+  cannot outrun the check.  :meth:`Connection.account_unsent` is the one place that measures.
+
+Lines about the peers' mistakes and our own bugs go through the server's
+:class:`~rmqstore.remoting.throttle.LogThrottle`: the first few of a kind per minute, then a
+count.  ``server.frame_recorder`` (:mod:`rmqstore.remoting.recorder`, off by default) keeps the
+last request frames of each code as received, for a view of the wire.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import itertools
 import socket
 import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from .codes import RPC_ONEWAY, ResponseCode, SerializeType
+from ..errors import RmqStoreError
+from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
+from .recorder import FrameRecorder
+from .budget import UnsentBudget
+from .throttle import LogThrottle
 
-__all__ = ["Limits", "Connection", "RemotingServer", "RemotingClient", "Processor", "RpcHook",
-           "RemotingTimeoutError", "FrameRecorder"]
+__all__ = ["Limits", "Connection", "RemotingServer", "Processor", "RpcHook", "RemotingTimeoutError"]
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +80,8 @@ Processor = Callable[["Connection", RemotingCommand], "RemotingCommand | None | 
 #: is the answer (a refusal) and the processor is not called; None lets the request through
 RpcHook = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 
-_READ_CHUNK = 64 * 1024
+#: bytes a connection reads at a time (also its stream reader's buffer limit)
+READ_CHUNK = 64 * 1024
 
 
 class RemotingTimeoutError(TimeoutError):
@@ -64,40 +90,15 @@ class RemotingTimeoutError(TimeoutError):
 
 @dataclass
 class Limits:
-    max_connections: int = 1024
+    max_connections: int = 1024  # at the cap a newcomer evicts a connection (see the module's essay)
     max_in_flight: int = 256
     max_in_flight_bytes: int = 64 * 1024 * 1024  # bodies of requests being processed, per connection
     idle_timeout: float = 120.0  # RocketMQ's serverChannelMaxIdleTimeSeconds
-
-
-class FrameRecorder:
-    """The last ``per_code`` request frames of each request code, as received (length field included).
-
-    Called by a connection's decoder with each command and its frame; responses are not kept.
-    ``last(code)`` is the newest frame of a code (``None`` when none came), ``frames(code)``
-    all kept ones, oldest first.
-    """
-
-    def __init__(self, per_code: int = 8):
-        if per_code < 1:
-            raise ValueError(f"per_code must be at least 1, got {per_code}")
-        self.per_code = per_code
-        self._frames: dict[int, collections.deque] = {}
-
-    def __call__(self, cmd: RemotingCommand, frame: bytes) -> None:
-        if not cmd.is_response:
-            self._frames.setdefault(cmd.code, collections.deque(maxlen=self.per_code)).append(bytes(frame))
-
-    def frames(self, code: int) -> list[bytes]:
-        return list(self._frames.get(int(code), ()))
-
-    def last(self, code: int) -> bytes | None:
-        kept = self._frames.get(int(code))
-        return kept[-1] if kept else None
-
-    @property
-    def codes(self) -> list[int]:
-        return sorted(self._frames)
+    close_linger: float = 5.0  # a closing connection's time to answer what it was asked and flush the answers
+    first_frame_timeout: float = 10.0  # an accepted connection's first whole frame, from the connect
+    frame_timeout: float = 30.0  # each frame, from its first byte to its last
+    unsent_budget: int = 64 * 1024 * 1024  # answers written but not sent, all connections of a server together
+    connection_unsent_high: int = 4 * 1024 * 1024  # one connection's; above it, it reads on at a quarter of it
 
 
 class Connection:
@@ -107,8 +108,11 @@ class Connection:
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  processors: dict[int, Processor], limits: Limits, default_processor: Processor | None = None,
-                 frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None):
+                 frame_recorder: FrameRecorder | None = None, rpc_hooks: list[RpcHook] | None = None,
+                 log_throttle: LogThrottle | None = None, *, accepted: bool = False,
+                 budget: UnsentBudget | None = None):
         self.frame_recorder = frame_recorder
+        self.log_throttle = log_throttle or LogThrottle(log)  # the server's, shared by its connections
         self.rpc_hooks = rpc_hooks if rpc_hooks is not None else []  # the server's list, shared
         self.reader = reader
         self.writer = writer
@@ -124,6 +128,14 @@ class Connection:
         self._tasks: set[asyncio.Task] = set()
         self.closed = asyncio.Event()
         self.attributes: dict = {}  # what upper layers remember about the peer (client id, ...)
+        self.accepted = accepted  # a server's end: its peer owes a first frame within first_frame_timeout
+        self.opened_at = self.last_active = asyncio.get_running_loop().time()
+        self.frames_received = 0  # whole frames, requests and responses
+        self._frame_started: float | None = None  # when the first byte of the frame being received came
+        self.budget = budget  # the server's account of unsent bytes (None: this connection's own limit only)
+        self.unsent = 0  # what the transport held when last measured (account_unsent)
+        # the transport pauses writing (drain waits) above our own high-water mark, resumes at a quarter of it
+        writer.transport.set_write_buffer_limits(high=limits.connection_unsent_high)
 
     @property
     def remote_addr_text(self) -> str:
@@ -134,24 +146,39 @@ class Connection:
     async def serve(self) -> None:
         """Read frames until the peer goes away, a limit is hit or the bytes are bad."""
         decoder = FrameDecoder(self.frame_recorder)
+        loop = asyncio.get_running_loop()
         try:
             while True:
+                if (stuck := await self._wait_for_room()) is not None:
+                    if stuck:
+                        self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, stuck)
+                        self.writer.transport.abort()  # it reads nothing: no use waiting to flush
+                    break
+                wait, why = self._read_deadline(loop.time())
                 try:
-                    data = await asyncio.wait_for(self.reader.read(_READ_CHUNK), self.limits.idle_timeout)
+                    data = await asyncio.wait_for(self.reader.read(READ_CHUNK), max(0.0, wait))
                 except asyncio.TimeoutError:
-                    log.info("closing idle connection %s", self.remote_addr_text)
+                    self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, why)
                     break
                 if not data:
                     break
+                bad = None
                 try:
                     commands = decoder.feed(data)
                 except RemotingFrameError as exc:
-                    log.warning("closing %s: %s", self.remote_addr_text, exc)
-                    break
+                    commands, bad = list(exc.commands), exc
+                self._note_frames(len(commands), decoder.buffered, loop.time())
                 for cmd in commands:
+                    if not cmd.is_response and await self._wait_for_room() is not None:
+                        break  # the next read says why
                     await self._dispatch(cmd)
+                if bad is not None:
+                    self.log_throttle("closing for bad bytes", logging.WARNING, "closing %s for bad bytes: %s",
+                                      self.remote_addr_text, bad)
+                    await self._finish_requests()
+                    break
         except (ConnectionError, OSError) as exc:
-            log.info("connection %s: %s", self.remote_addr_text, exc)
+            self.log_throttle("connection error", logging.INFO, "connection %s: %s", self.remote_addr_text, exc)
         finally:
             await self.close()
 
@@ -170,6 +197,81 @@ class Connection:
         task = asyncio.get_running_loop().create_task(self._process(cmd))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, size))
+        await asyncio.sleep(0)  # let the request answer (when it can at once) before the next check for room
+
+    async def _wait_for_room(self) -> str | None:
+        """Until this connection may take another request (None): its transport holds at most
+        ``connection_unsent_high`` and, while the server is over its unsent budget, no more than a peer that keeps
+        up.  Else why to close: the peer took none of our bytes for ``idle_timeout`` seconds (taking some counts
+        as activity), or "" when the connection is closing anyway."""
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.writer.transport.is_closing():
+                return ""
+            self.account_unsent()
+            own = self.unsent > self.limits.connection_unsent_high
+            if not own and (self.budget is None or self.budget.may_read(self)):
+                return None
+            wait = self.last_active + self.limits.idle_timeout - loop.time()
+            if wait <= 0:
+                return f"it took none of {self.unsent} unsent bytes for {self.limits.idle_timeout:g} s"
+            if own:
+                try:
+                    await asyncio.wait_for(self.writer.drain(), wait)  # the transport resumes at its low-water mark
+                except asyncio.TimeoutError:
+                    pass
+            else:
+                assert self.budget is not None
+                await self.budget.wait_for_room(self, wait)
+
+    def account_unsent(self) -> int:
+        """The one place that measures this connection's unsent bytes -- what its transport has not written yet
+        -- and reports them to the server's budget.  Fewer than last time: the peer is reading (activity)."""
+        size = self.writer.transport.get_write_buffer_size()
+        if size < self.unsent:
+            self.last_active = asyncio.get_running_loop().time()
+        self.unsent = size
+        if self.budget is not None:
+            self.budget.account(self, size)
+        return size
+
+    def _read_deadline(self, now: float) -> tuple[float, str]:
+        """(seconds left, why the connection closes when they run out) for the next read: the first frame is
+        due ``first_frame_timeout`` after an accepted connect, a begun frame ``frame_timeout`` after its first
+        byte (a peer trickling bytes cannot stretch it), and otherwise the peer may idle ``idle_timeout``."""
+        limits = self.limits
+        if self._frame_started is not None:
+            due = self._frame_started + limits.frame_timeout
+            why = f"a frame unfinished {limits.frame_timeout:g} s after its first byte"
+        else:
+            due = self.last_active + limits.idle_timeout
+            why = f"idle for {limits.idle_timeout:g} s"
+        if self.accepted and not self.frames_received and self.opened_at + limits.first_frame_timeout < due:
+            due = self.opened_at + limits.first_frame_timeout
+            why = f"no whole frame {limits.first_frame_timeout:g} s after connecting"
+        return due - now, why
+
+    def _note_frames(self, frames: int, buffered: int, now: float) -> None:
+        """Frames completed and the bytes of a begun one after a read (the clocks of :meth:`_read_deadline`)."""
+        if frames:
+            self.frames_received += frames
+            self.last_active = now
+        if not buffered:
+            self._frame_started = None
+        elif frames or self._frame_started is None:
+            self._frame_started = now  # a new frame began in this read
+
+    def evict(self) -> None:
+        """Close at once, sending nothing more (a newcomer needs the slot); :meth:`serve` then ends as usual."""
+        self.writer.transport.abort()
+        if self.budget is not None:
+            self.budget.wake(self)  # if it waits for room, it stops waiting
+
+    async def _finish_requests(self) -> None:
+        """Let the requests being processed answer (at most ``close_linger`` seconds): the peer's frames
+        before its bad bytes get their responses before the connection closes."""
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=self.limits.close_linger)
 
     def _task_done(self, task: asyncio.Task, size: int) -> None:
         self._tasks.discard(task)
@@ -205,8 +307,14 @@ class Connection:
             return result
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # a processor bug or bad header values: answer, never crash
-            log.warning("processing %s from %s failed", cmd.code, self.remote_addr_text, exc_info=True)
+        except RmqStoreError as exc:  # refused on purpose, naming what was wrong (a header's values): no traceback
+            self.log_throttle("request answered SYSTEM_ERROR", logging.WARNING,
+                              "request %s from %s answered SYSTEM_ERROR: %s: %s", cmd.code, self.remote_addr_text,
+                              type(exc).__name__, exc)
+            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug of ours: answer, never crash, and show where it happened
+            self.log_throttle("processor failed", logging.ERROR, "processing request %s from %s failed", cmd.code,
+                              self.remote_addr_text, exc_info=True)
             return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
     # -- writing ------------------------------------------------------------------------------
@@ -217,12 +325,14 @@ class Connection:
         try:
             frame = encode_frame(cmd)
         except RemotingFrameError as exc:
-            log.error("cannot send to %s: %s", self.remote_addr_text, exc)
+            self.log_throttle("response not encodable", logging.ERROR, "cannot send to %s: %s",
+                              self.remote_addr_text, exc)
             if cmd.is_response:
                 self.send(RemotingCommand(ResponseCode.SYSTEM_ERROR, remark=str(exc), opaque=cmd.opaque,
                                           flag=cmd.flag, serialize_type=cmd.serialize_type))
             return False
         self.writer.write(frame)
+        self.account_unsent()
         return True
 
     async def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
@@ -259,11 +369,14 @@ class Connection:
         self.pending.clear()
         for task in list(self._tasks):
             task.cancel()
-        self.writer.close()
+        self.writer.close()  # sends what is buffered first ...
         try:
-            await self.writer.wait_closed()
+            await asyncio.wait_for(self.writer.wait_closed(), self.limits.close_linger)
+        except asyncio.TimeoutError:
+            self.writer.transport.abort()  # ... unless the peer does not read it
         except (ConnectionError, OSError):
             pass
+        self.account_unsent()  # closed: nothing held any more
 
 
 class RemotingServer:
@@ -280,6 +393,8 @@ class RemotingServer:
         self.on_close = on_close
         self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
         self.rpc_hooks: list[RpcHook] = []  # see RpcHook; run in order before every request's processor
+        self.log_throttle = LogThrottle(log)  # lines about the peers' mistakes and our bugs, rate-limited
+        self.budget = UnsentBudget(self.limits.unsent_budget, self.log_throttle)  # the answers not yet sent
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
 
@@ -303,19 +418,18 @@ class RemotingServer:
 
     async def start(self) -> None:
         self.bind()
-        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=_READ_CHUNK)
+        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=READ_CHUNK)
 
     @property
     def address(self) -> str:
         return f"{self.host}:{self.port}"
 
     async def _accept(self, reader, writer) -> None:
-        if len(self.connections) >= self.limits.max_connections:
-            log.warning("refusing a connection: %d connections open", len(self.connections))
+        if len(self.connections) >= self.limits.max_connections and not self._make_room(writer):
             writer.close()
             return
         conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
-                          self.rpc_hooks)
+                          self.rpc_hooks, self.log_throttle, accepted=True, budget=self.budget)
         self.connections.add(conn)
         try:
             await conn.serve()
@@ -327,44 +441,42 @@ class RemotingServer:
                 except Exception:
                     log.exception("connection close listener failed")
 
+    def _make_room(self, writer: asyncio.StreamWriter) -> bool:
+        """At the cap, evict for a newcomer: the oldest connection that never completed a frame, else the one
+        idle longest.  False when there is none (a cap of 0)."""
+        now = asyncio.get_running_loop().time()
+        silent = [c for c in self.connections if not c.frames_received]
+        if silent:
+            victim = min(silent, key=lambda c: c.opened_at)
+            why = f"never completed a frame, connected {now - victim.opened_at:.1f} s ago"
+        elif self.connections:
+            victim = min(self.connections, key=lambda c: c.last_active)
+            why = f"idle for {now - victim.last_active:.1f} s"
+        else:
+            self.log_throttle("refusing", logging.WARNING, "refusing a connection: the cap is %d",
+                              self.limits.max_connections)
+            return False
+        self.connections.discard(victim)
+        newcomer = writer.get_extra_info("peername") or ("?", 0)
+        self.log_throttle("evicting", logging.INFO, "%d connections (the cap): evicting %s (%s) for %s:%s",
+                          self.limits.max_connections, victim.remote_addr_text, why, newcomer[0], newcomer[1])
+        victim.evict()
+        return True
+
+    @property
+    def unsent_bytes(self) -> int:
+        """What the connections' transports hold unsent, as last measured (never below the truth)."""
+        return self.budget.total
+
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for conn in list(self.connections):
-            await conn.close()
+        self.budget.close()
+        await asyncio.gather(*(conn.close() for conn in list(self.connections)))
         if self._server is not None:
             await self._server.wait_closed()
             self._server = None
         elif self._sock is not None:
             self._sock.close()
         self._sock = None
-
-
-class RemotingClient:
-    """A client connection (tests, a broker registering with a name server)."""
-
-    def __init__(self, processors: dict[int, Processor] | None = None, limits: Limits | None = None):
-        self.processors = dict(processors or {})
-        self.limits = limits or Limits(idle_timeout=3600.0)
-        self.connection: Connection | None = None
-        self._task: asyncio.Task | None = None
-
-    async def connect(self, host: str, port: int) -> "RemotingClient":
-        reader, writer = await asyncio.open_connection(host, port, limit=_READ_CHUNK)
-        self.connection = Connection(reader, writer, self.processors, self.limits)
-        self._task = asyncio.get_running_loop().create_task(self.connection.serve())
-        return self
-
-    async def invoke(self, request: RemotingCommand, timeout: float = 3.0,
-                     serialize_type: int = SerializeType.JSON) -> RemotingCommand:
-        request.serialize_type = serialize_type
-        return await self.connection.invoke(request, timeout)
-
-    async def invoke_oneway(self, request: RemotingCommand) -> None:
-        await self.connection.invoke_oneway(request)
-
-    async def close(self) -> None:
-        if self.connection is not None:
-            await self.connection.close()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
+        self.log_throttle.flush()
