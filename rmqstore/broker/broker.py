@@ -40,12 +40,19 @@ from .topics import TopicConfigManager
 from .transaction import TransactionService
 from ..store_paths import config_dir
 
-__all__ = ["Broker", "DIFFERENCES"]
+__all__ = ["Broker", "DIFFERENCES", "limits_of"]
 
 #: where the broker deliberately differs from Apache RocketMQ 4.9.8 (or does not do something yet)
 DIFFERENCES = {
-    "max_connections": "A broker accepts at most maxConnections (1024) client connections and closes any more "
-                       "at once; RocketMQ has no cap and relies on the operating system's limits.",
+    "max_connections": "A broker holds at most maxConnections (1024) client connections; at the cap a newcomer "
+                       "evicts the oldest connection that never completed a frame, else the one idle longest, and a "
+                       "connection owes its first frame within 10 s and each frame within 30 s of its first byte "
+                       "(serverFirstFrameTimeoutSeconds, serverFrameTimeoutSeconds). RocketMQ has no cap and relies "
+                       "on the operating system's limits.",
+    "unsent_budget": "Answers clients have not read are bounded per connection (serverConnectionUnsentHighBytes, "
+                     "4 MiB: it reads no further request) and for the whole broker (serverUnsentBudgetBytes, 64 MiB: "
+                     "the connections holding the most are not read until the total is under half); RocketMQ "
+                     "queues every answer in Netty's outbound buffer however slow the reader.",
     "expression_type": "Pulls filter by TAG only; an SQL92 subscription is answered SUBSCRIPTION_PARSE_FAILED.",
     "compressed_register": "A standalone name server refuses a compressed REGISTER_BROKER body (RocketMQ's "
                            "compressedRegister, off by default).",
@@ -55,6 +62,16 @@ DIFFERENCES = {
 }
 
 log = logging.getLogger(__name__)
+
+
+def limits_of(config: BrokerConfig) -> Limits:
+    """The remoting limits a broker.conf asks for (RocketMQ's idle time, the rest our own keys)."""
+    return Limits(max_connections=config.max_connections,
+                  idle_timeout=float(config.server_channel_max_idle_time_seconds),
+                  first_frame_timeout=float(config.server_first_frame_timeout_seconds),
+                  frame_timeout=float(config.server_frame_timeout_seconds),
+                  unsent_budget=config.server_unsent_budget_bytes,
+                  connection_unsent_high=config.server_connection_unsent_high_bytes)
 
 
 class Broker:
@@ -69,8 +86,7 @@ class Broker:
         self.offsets = ConsumerOffsetManager(self.store_root)
         self.groups = SubscriptionGroupManager(self.store_root, self.config)
         self.clients = ClientManager(self.topics, self.groups)
-        self.limits = limits or Limits(max_connections=self.config.max_connections,
-                                       idle_timeout=float(self.config.server_channel_max_idle_time_seconds))
+        self.limits = limits or limits_of(self.config)
         self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
                                      on_close=self.clients.connection_closed)
         self.acl = install_acl(self.server, self.config)  # None unless aclEnable: no hook at all

@@ -51,6 +51,12 @@ class BrokerConfig:
     transaction_check_interval: int = 60000
     transaction_check_max: int = 15
     max_connections: int = 1024  # ours: RocketMQ relies on the OS's limits
+    # ours too (rmqstore.remoting.Limits): a connection's first frame and each frame's deadline, seconds; the
+    # answers not yet read by their clients, all connections together and one connection's high-water mark
+    server_first_frame_timeout_seconds: int = 10
+    server_frame_timeout_seconds: int = 30
+    server_unsent_budget_bytes: int = 64 * 1024 * 1024
+    server_connection_unsent_high_bytes: int = 4 * 1024 * 1024
     register_name_server_period: int = 30000  # ms; used clamped to 10-60 s, as RocketMQ does
     acl_enable: bool = False  # plain ACL (rmqstore.broker.acl): check every request against acl_file's rules
     acl_file: str = ""  # ours: the plain_acl.yml (RocketMQ: conf/plain_acl.yml of ROCKETMQ_HOME); the CLI

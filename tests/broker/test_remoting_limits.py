@@ -159,3 +159,18 @@ def test_consumers_that_never_read_their_pulls_cannot_grow_the_broker_past_its_b
 
 async def _make_event() -> asyncio.Event:
     return asyncio.Event()
+
+
+def test_broker_conf_sets_the_connection_limits():
+    from rmqstore.broker import Broker
+    from rmqstore.broker.config import load_broker_conf
+
+    config, _, unknown = load_broker_conf(
+        "maxConnections=50\nserverChannelMaxIdleTimeSeconds=7\nserverFirstFrameTimeoutSeconds=3\n"
+        "serverFrameTimeoutSeconds=4\nserverUnsentBudgetBytes=1048576\nserverConnectionUnsentHighBytes=65536\n")
+    assert unknown == []
+    limits = Broker("/nonexistent", config).server.limits
+    assert (limits.max_connections, limits.idle_timeout, limits.first_frame_timeout, limits.frame_timeout,
+            limits.unsent_budget, limits.connection_unsent_high) == (50, 7.0, 3.0, 4.0, 1 << 20, 1 << 16)
+    defaults = Broker("/nonexistent").server.limits
+    assert (defaults.first_frame_timeout, defaults.frame_timeout, defaults.unsent_budget) == (10.0, 30.0, 64 << 20)
