@@ -16,11 +16,13 @@ import logging
 import threading
 
 from .jsonfmt import dumps, read_config_file, write_config_file
+from ..remoting.throttle import LogThrottle
 from ..store_paths import CONSUMER_OFFSET_JSON, config_path
 
 __all__ = ["ConsumerOffsetManager", "TOPIC_GROUP_SEPARATOR"]
 
 log = logging.getLogger(__name__)
+_throttled = LogThrottle(log)  # a client can send these as fast as it likes: a few a minute reach the log
 
 TOPIC_GROUP_SEPARATOR = "@"
 
@@ -38,8 +40,9 @@ class ConsumerOffsetManager:
             queues = self.table.setdefault(key, {})
             old = queues.get(queue_id)
             if old is not None and offset < old:
-                log.warning("[NOTIFYME]update consumer offset less than store. clientHost=%s, key=%s, "
-                            "queueId=%d, requestOffset=%d, storeOffset=%d", client, key, queue_id, offset, old)
+                _throttled("offset less than store", logging.WARNING,
+                           "[NOTIFYME]update consumer offset less than store. clientHost=%s, key=%s, "
+                           "queueId=%d, requestOffset=%d, storeOffset=%d", client, key, queue_id, offset, old)
             queues[queue_id] = offset
             self._dirty = True
 

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from .jsonfmt import ConfigTable
+from ..remoting.throttle import LogThrottle
 from ..store_paths import TOPICS_JSON, config_path
 
 __all__ = ["PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TopicConfig", "TopicConfigManager",
@@ -28,6 +29,7 @@ __all__ = ["PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TopicCon
            "DLQ_GROUP_TOPIC_PREFIX", "NOT_ALLOWED_SEND_TOPICS", "retry_topic", "is_writeable", "is_readable"]
 
 log = logging.getLogger(__name__)
+_throttled = LogThrottle(log)  # sends name any topic they like: a few refusals a minute reach the log
 
 PERM_PRIORITY, PERM_READ, PERM_WRITE, PERM_INHERIT = 8, 4, 2, 1
 
@@ -145,14 +147,16 @@ class TopicConfigManager(ConfigTable):
             return existing
         default = self.table.get(default_topic)
         if default is None:
-            log.warning("create new topic %s failed: default topic %s does not exist", topic, default_topic)
+            _throttled("create topic failed", logging.WARNING,
+                       "create new topic %s failed: default topic %s does not exist", topic, default_topic)
             return None
         perm = default.perm
         if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self.broker_config.auto_create_topic_enable:
             perm = PERM_READ | PERM_WRITE
         if not perm & PERM_INHERIT:
-            log.warning("create new topic %s failed: default topic %s has no inherit permission (%d)",
-                        topic, default_topic, perm)
+            _throttled("create topic failed", logging.WARNING,
+                       "create new topic %s failed: default topic %s has no inherit permission (%d)",
+                       topic, default_topic, perm)
             return None
         queue_nums = max(0, min(client_queue_nums, default.write_queue_nums))
         config = TopicConfig(topic, queue_nums, queue_nums, perm & ~PERM_INHERIT, topic_sys_flag=topic_sys_flag)

@@ -74,6 +74,33 @@ def test_malformed_headers_cost_a_bounded_number_of_log_lines(broker, caplog):
     assert len(lines) <= 40, [r.getMessage() for r in lines]
 
 
+def test_requests_a_client_can_repeat_at_will_cost_a_bounded_number_of_log_lines(broker, caplog):
+    """The broker's own per-request warnings a peer can trigger (an offset commit going backwards, a send
+    to a new topic whose default topic does not exist) are throttled too: 500 of each, a few lines."""
+    caplog.set_level(logging.INFO, logger="rmqstore")
+    client = broker.client()
+    try:
+        async def flood():
+            answers = []
+            for i in range(500):
+                answers.append(await client.invoke(RemotingCommand(RequestCode.UPDATE_CONSUMER_OFFSET, {
+                    "consumerGroup": "CG_back", "topic": "TBW102", "queueId": "0", "commitOffset": str(1000 - i)})))
+                request = send_v2(f"NoDefault{i}", b"x")
+                request.ext_fields["c"] = "NoSuchDefaultTopic"
+                answers.append(await client.invoke(request))
+            return answers
+        answers = broker.call(flood(), 60)
+    finally:
+        broker.call(client.close())
+    assert {a.code for a in answers[0::2]} == {ResponseCode.SUCCESS}
+    assert {a.code for a in answers[1::2]} == {ResponseCode.TOPIC_NOT_EXIST}
+    messages = [r.getMessage() for r in caplog.records if r.name.startswith("rmqstore")]
+    backwards = [m for m in messages if "less than store" in m]
+    refused = [m for m in messages if m.startswith("create new topic")]
+    assert 1 <= len(backwards) <= 10 and 1 <= len(refused) <= 10, messages[:30]
+    assert len(messages) <= 30, messages[:40]
+
+
 def test_silent_connections_at_the_cap_do_not_lock_producers_out(tmp_path):
     """The cap (broker.conf's maxConnections) filled with connections that never send a frame: each new producer
     is served at once, a silent connection is evicted for it."""
