@@ -16,7 +16,9 @@ Where it looks, first found wins (:func:`find_dist`):
 API, small on purpose: :func:`java_dist` (the :class:`JavaDist`, or a pytest skip),
 :meth:`JavaDist.run_java` (a program under ``tests/interop/java/`` or any ``.java`` file, with
 arguments and a timeout; returns what it printed), :meth:`JavaDist.java_broker` (a Java broker on
-free ports with a broker.conf and, optionally, a plain_acl.yml; stopped in a ``finally``) and
+free ports with a broker.conf and, optionally, a plain_acl.yml; stopped in a ``finally``),
+:meth:`JavaDist.java_namesrv` (a Java name server on a free port, likewise), :meth:`JavaDist.mqadmin`
+(RocketMQ's own admin tool, with arguments and ``-n``) and
 :func:`free_port` / :func:`free_broker_port`.  JVM starts are slow on two cores: a Java program
 should batch several checks and print one line per check (``CASE name ...``), which
 :func:`case_lines` reads back.
@@ -190,6 +192,51 @@ class JavaDist:
         finally:
             _kill_group(proc)
 
+    @contextlib.contextmanager
+    def java_namesrv(self, folder: Path, conf: dict[str, str] | None = None, start_timeout: float = 120):
+        """A Java 4.9.8 name server (``bin/mqnamesrv``) on a free port, its home and logs under ``folder``;
+        yields ``"127.0.0.1:PORT"``. ``conf`` adds NamesrvConfig / NettyServerConfig keys. Killed, with its
+        process group, when the block ends."""
+        folder.mkdir(parents=True, exist_ok=True)
+        home = folder / "home"
+        (home / "conf").mkdir(parents=True, exist_ok=True)
+        shutil.copy(self.root / "conf" / "logback_namesrv.xml", home / "conf" / "logback_namesrv.xml")
+        port = free_port("0.0.0.0")
+        keys = {"listenPort": str(port), "kvConfigPath": str(folder / "kvConfig.json")}
+        keys.update(conf or {})
+        conf_path = folder / "namesrv.conf"
+        conf_path.write_text("".join(f"{k} = {v}\n" for k, v in keys.items()), encoding="utf-8")
+        log_path = folder / "namesrv.out"
+        env = self.env(RMQ_NAMESRV_HEAP=os.environ.get("RMQ_NAMESRV_HEAP", "-Xms128m -Xmx128m"),
+                       JAVA_OPT_EXT=f"-Drocketmq.home.dir={home}")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([str(self.root / "bin" / "mqnamesrv"), "-c", str(conf_path)], stdout=log,
+                                    stderr=subprocess.STDOUT, env=env, cwd=str(folder), start_new_session=True)
+        try:
+            _wait_for_boot(proc, log_path, start_timeout, what="name server")
+            yield f"127.0.0.1:{keys['listenPort']}"
+        finally:
+            _kill_group(proc)
+
+    def mqadmin(self, *args: str, namesrv: str | None = None, timeout: float = 120,
+                check: bool = True) -> subprocess.CompletedProcess:
+        """Run RocketMQ's own ``mqadmin`` with ``args`` (``-n namesrv`` appended when given); the finished
+        process (stdout, stderr, returncode as text). With ``check``, a non-zero exit or the timeout raises
+        :class:`JavaRunError` with what it printed (mqadmin prints most failures and exits 0: read stdout)."""
+        cmd = [str(self.root / "bin" / "mqadmin"), *map(str, args)]
+        if namesrv is not None:
+            cmd += ["-n", namesrv]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=self.env(),
+                                  cwd=str(self.workdir))
+        except subprocess.TimeoutExpired as exc:
+            raise JavaRunError(f"mqadmin {' '.join(args)} ran out of its {timeout} s\n--- stdout\n"
+                               f"{_text(exc.stdout)}\n--- stderr\n{_text(exc.stderr)}") from None
+        if check and done.returncode != 0:
+            raise JavaRunError(f"mqadmin {' '.join(args)} exited {done.returncode}\n--- stdout\n{done.stdout}"
+                               f"\n--- stderr\n{done.stderr}")
+        return done
+
     def __str__(self) -> str:
         return str(self.root)
 
@@ -198,16 +245,16 @@ def _text(data) -> str:
     return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
 
 
-def _wait_for_boot(proc: subprocess.Popen, log_path: Path, timeout: float) -> None:
+def _wait_for_boot(proc: subprocess.Popen, log_path: Path, timeout: float, what: str = "broker") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         text = log_path.read_text(encoding="utf-8", errors="replace")
         if "boot success" in text:
             return
         if proc.poll() is not None:
-            raise JavaRunError(f"the Java broker exited {proc.returncode} before it booted:\n{text}")
+            raise JavaRunError(f"the Java {what} exited {proc.returncode} before it booted:\n{text}")
         time.sleep(0.3)
-    raise JavaRunError(f"the Java broker did not boot in {timeout} s:\n"
+    raise JavaRunError(f"the Java {what} did not boot in {timeout} s:\n"
                        f"{log_path.read_text(encoding='utf-8', errors='replace')}")
 
 

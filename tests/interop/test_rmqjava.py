@@ -70,3 +70,11 @@ def test_no_java_is_a_reason_too(tmp_path, monkeypatch):
 def test_case_lines_reads_a_batched_programs_answers():
     out = "12:00 INFO noise\nCASE a code=0 remark=\nCASE b code=1 remark=x y\n"
     assert rmqjava.case_lines(out) == {"a": "code=0 remark=", "b": "code=1 remark=x y"}
+
+
+def test_a_java_name_server_answers_the_real_mqadmin(rmq_java, tmp_path):
+    """The harness's Java name server boots on a free port and RocketMQ's own mqadmin talks to it."""
+    with rmq_java.java_namesrv(tmp_path / "ns") as namesrv:
+        done = rmq_java.mqadmin("getNamesrvConfig", namesrv=namesrv)
+        port = namesrv.rsplit(":", 1)[1]
+        assert "listenPort" in done.stdout and port in done.stdout, done.stdout
