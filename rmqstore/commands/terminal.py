@@ -13,7 +13,9 @@ under spark-submit alike -- so neither has to import the other.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import os
 import shutil
 import sys
@@ -216,8 +218,9 @@ def elide(text: str, width: int = 48) -> str:
     return f"{text[:keep - keep // 3]}\u2026{text[-(keep // 3):]}"
 
 
-def open_read_only(path: str):
-    """open_store(read_only=True) with the CLI's error wording."""
+def open_read_only(path: str, io: Streams | None = None):
+    """open_store(read_only=True) with the CLI's error wording; what the open warns of (a file it left
+    out, a stray) is written to ``io.stderr`` as ``rmqstore: warning: ...`` lines."""
     from ..store import open_store
     from ..store_dir import resolve_store_root
 
@@ -228,10 +231,36 @@ def open_read_only(path: str):
     if not os.path.isdir(commitlog_dir(root)):
         raise CliError(f"{root}: not a store (no commitlog/ directory)")
     try:
-        return open_store(root, read_only=True)
+        with _warnings_to(io.stderr if io is not None else None):
+            return open_store(root, read_only=True)
     except RmqStoreError as exc:
         raise CliError(f"cannot open {root} read-only: {exc} (rmqstore verify {path} examines a damaged store)") \
             from None
+
+
+class _Warnings(logging.Handler):
+    def __init__(self, stream):
+        super().__init__(logging.WARNING)
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream.write(f"{PROG}: warning: {record.getMessage()}\n")
+
+
+@contextlib.contextmanager
+def _warnings_to(stream):
+    """The library's warnings while the block runs, as ``rmqstore: warning:`` lines on ``stream`` (None:
+    left to logging)."""
+    if stream is None:
+        yield
+        return
+    logger = logging.getLogger("rmqstore")
+    handler = _Warnings(stream)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 # -- running ------------------------------------------------------------------------------------

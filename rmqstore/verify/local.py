@@ -224,7 +224,8 @@ class Verifier(LogWalk):
 
     def load_queue(self, q: QueueView, qdir: str, cqs: int | None) -> bool:
         """Read one queue's files into ``q`` (bounds, horizon, units present); False when none is usable."""
-        names = self.store_files(qdir, "segment", "a consume-queue file (named by its 20-digit logical offset)")
+        names = self.leave_out_interrupted(
+            self.store_files(qdir, "segment", "a consume-queue file (named by its 20-digit logical offset)"), cqs)
         if not names:
             return False
         if not cqs or cqs < qr.CQ_UNIT:

@@ -38,6 +38,8 @@ KINDS = {
     "log_hole": "the log ends (zeros) but a later file holds data",
     "garbage_after_end": "non-zero bytes after the end of the log in its last file",
     "preallocated_segment": "an all-zero commitlog file after the end of the log",
+    "interrupted_allocation": "an empty (or short, all-zero) file after the last segment of a commitlog or "
+                              "consume-queue folder: a creation a kill interrupted",
     "log_start": "the commitlog does not start at offset 0 (expired or missing first files)",
     "log_short": "consume queues or the index point past the end of the commitlog",
     "record_header": "a record's topic/queue/queue offset/type disagree with the unit pointing at it",
