@@ -16,6 +16,7 @@ import os
 
 from .errors import StoreError
 from .layout import CHECKPOINT, CHECKPOINT_FILE_SIZE
+from .mapped_file import disk_problem, size_and_reserve
 
 __all__ = ["StoreCheckpoint", "read_checkpoint"]
 
@@ -41,8 +42,11 @@ class StoreCheckpoint:
         self.path = path
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(self._fd).st_size < CHECKPOINT_FILE_SIZE:
-            os.ftruncate(self._fd, CHECKPOINT_FILE_SIZE)
+        try:  # (its page reserved: it is written through the mapping, maybe once the disk is full)
+            size_and_reserve(self._fd, path, CHECKPOINT_FILE_SIZE)
+        except OSError as exc:
+            os.close(self._fd)
+            raise StoreError(f"cannot open the checkpoint {path}: {disk_problem(path, exc)}") from exc
         self._map = mmap.mmap(self._fd, CHECKPOINT_FILE_SIZE)
         values = CHECKPOINT.unpack_from(self._map)
         self.physic_msg_timestamp = values.physic_msg_timestamp

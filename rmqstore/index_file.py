@@ -37,7 +37,7 @@ import struct
 
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT, OS_PAGE_SIZE
-from .mapped_file import disk_problem, reserve_space
+from .mapped_file import disk_problem, reserve_space, size_and_reserve
 from .properties import java_string_hash
 from .store_dir import index_size
 
@@ -310,9 +310,7 @@ def _open_reserved(path: str, size: int, head: int) -> int:
     fd = -1
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(fd).st_size < size:
-            os.ftruncate(fd, size)
-        reserve_space(fd, path, head)
+        size_and_reserve(fd, path, size, head)
     except OSError as exc:
         if fd >= 0:
             os.close(fd)
@@ -328,9 +326,10 @@ class _IndexMappedFile:
 
     A page with no block behind it is a SIGBUS on a full disk when a mapping writes it
     (on tmpfs even when a reader reads it), so no page is touched before it is reserved.
-    A writable file reserves its header and hash slots (``head`` bytes: the slots are
-    read and written anywhere) when it is opened; its entries, which fill the file in
-    order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
+    A writable file reserves the pages of its header and hash slots (``head`` bytes: the
+    slots are read and written anywhere; the last of those pages, where the first entries
+    go, whole -- :func:`rmqstore.mapped_file.size_and_reserve`) when it is opened; its
+    entries, which fill the file in order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
     file (420 MB, 400 of them entries) whole would take that much disk for an index that
     may hold a few keys; readers never read past the entry count.
     """
