@@ -24,7 +24,9 @@ returns a JSON-ready ``dict``:
   of a commitlog or consume-queue folder (:func:`rmqstore.store_sizes.interrupted_allocations`);
 * ``health`` -- one line: ``"OK"`` or what looks wrong (``issues`` lists each).
 
-Nothing is written; files are opened read-only.
+Nothing is written; files are opened read-only, a bounded number at a time
+(:mod:`rmqstore.read_maps`).  The system refusing a file (an ``OSError``: the open-file limit,
+a permission) is raised, never made an issue of the store.
 """
 
 from __future__ import annotations
@@ -83,17 +85,16 @@ def _probe_segment(path: str, size: int) -> dict:
     if size == 0:
         out["end"] = "empty file"
         return out
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        out["end"] = f"unreadable: {exc.strerror}"
-        return out
+    fd = os.open(path, os.O_RDONLY)  # (an OSError is the system refusing the run: raised, not a finding)
     try:
         buf = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:  # (shorter than listed: it changed under us)
         os.close(fd)
         out["end"] = f"unreadable: {exc}"
         return out
+    except BaseException:
+        os.close(fd)
+        raise
     try:
         _probe_records(buf, size, out, data_extents(fd, size))
     finally:
@@ -183,7 +184,7 @@ def _checkpoint(root: str) -> dict:
     path = checkpoint_path(root)
     try:
         cp = read_checkpoint(path)
-    except (RmqStoreError, OSError) as exc:
+    except RmqStoreError as exc:
         return {"exists": os.path.lexists(path), "error": str(exc)}
     if cp is None:
         return {"exists": False}

@@ -30,6 +30,11 @@ or (with ``least_pages == 0``) when anything is pending.
 Reference counting (``hold``/``release``, RocketMQ's ``ReferenceResource``) keeps a file
 mapped while a reader holds a slice of it; ``destroy()`` waits for readers to let go.
 
+A file opened read-only keeps no descriptor and no mapping of its own: ``mapped`` maps it
+when asked for, and :mod:`rmqstore.read_maps` may unmap it again between two reads to keep a
+bounded number of maps open in the process -- a read-only store of any number of files opens
+under a low ``ulimit -n``.  A writable file keeps its descriptor and its mapping, as RocketMQ's.
+
 A full disk.  A store through a mapping cannot report ENOSPC: a write (or, on tmpfs, even
 a read) of a page that has no block yet kills the process with SIGBUS.  So no page of a
 file the store writes through a mapping is written before every block under it is
@@ -63,6 +68,7 @@ import threading
 
 from .errors import StoreError
 from .layout import OS_PAGE_SIZE
+from .read_maps import ReadMap
 from .store_dir import parse_file_name
 from .store_paths import offset_to_file_name  # (re-exported)
 
@@ -222,13 +228,14 @@ class MappedFile:
                 self.transient_store_pool = transient_store_pool
 
     def _open(self, read_only: bool) -> None:
-        if read_only:
-            self._fd = os.open(self.file_name, os.O_RDONLY)
-            actual = os.fstat(self._fd).st_size
+        self._view: ReadMap | None = None
+        self._map: mmap.mmap | None = None
+        self._fd = -1
+        if read_only:  # mapped while read, a bounded number at a time (rmqstore.read_maps): no descriptor kept
+            actual = os.stat(self.file_name).st_size
             if actual != self.file_size:
-                os.close(self._fd)
                 raise StoreError(f"{self.file_name} is {actual} bytes, expected {self.file_size}")
-            self.mapped = mmap.mmap(self._fd, self.file_size, access=mmap.ACCESS_READ) if self.file_size else None
+            self._view = ReadMap(self.file_name, self.file_size)
         else:
             try:
                 self._fd = os.open(self.file_name, os.O_RDWR)
@@ -236,7 +243,14 @@ class MappedFile:
                 self._fd = _create_sized(self.file_name, self.file_size)
             else:
                 self._reserve_existing()
-            self.mapped = mmap.mmap(self._fd, self.file_size)
+            self._map = mmap.mmap(self._fd, self.file_size)
+
+    @property
+    def mapped(self):
+        """The file's mapping: writable, held while the file is open; read-only, mapped when asked for and
+        maybe unmapped between two reads (:class:`~rmqstore.read_maps.ReadMap`): ask again each time."""
+        view = self._view
+        return self._map if view is None else view.buf
 
     def _reserve_existing(self) -> None:
         """An existing file opened for writing gets its size and its holes reserved (RocketMQ's files
@@ -439,12 +453,15 @@ class MappedFile:
             return
         # the write buffer stays attached (as in RocketMQ, whose shut-down files keep theirs);
         # destroy() hands it back to the pool
-        if self.mapped is not None:
+        if self._view is not None:
+            self._view.close()
+        if self._map is not None:
             try:
-                self.mapped.close()
+                self._map.close()
             except BufferError:  # a reader still has a view; keep the map, it dies with the view
                 return
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
         self._cleanup_over = True
 
     def shutdown(self) -> None:

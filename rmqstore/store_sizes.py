@@ -45,7 +45,8 @@ from typing import Sequence
 from .config import StoreConfig
 from .errors import StoreError
 from .layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT
-from .store_dir import StoreFile, file_is_all_zero, list_store_files, queue_folders, readable_store_files
+from .store_dir import (StoreFile, file_is_all_zero, is_shape_error, list_store_files, queue_folders,
+                        readable_store_files)
 from .store_paths import commitlog_dir, consume_queue_dir, consume_queue_ids, consume_queue_root, index_dir
 from .walk import End, step
 
@@ -63,7 +64,11 @@ def holds_record(path: str, size: int) -> bool:
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
             return step(buf, 0).end in (None, End.BLANK, End.UNWRITTEN)
-    except (OSError, ValueError):
+    except ValueError:  # (shorter than its listing said)
+        return False
+    except OSError as exc:
+        if not is_shape_error(exc):
+            raise  # an error of the run, not a fact about the file
         return False
 
 

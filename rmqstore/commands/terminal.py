@@ -3,7 +3,9 @@
 A command is an ``add_arguments(parser)`` and a ``run(args, io) -> exit code``
 (:class:`Command`).  It writes through :class:`Streams` (injectable, so tests hand in
 ``StringIO``), fails with :class:`CliError` (one line, exit 2) or any
-:class:`~rmqstore.errors.RmqStoreError`, and shows results with :class:`Out`: rich tables
+:class:`~rmqstore.errors.RmqStoreError` (exit 2) -- an ``OSError`` is the system refusing the
+run something (the open-file limit, a permission, an I/O error), exit 3, never a verdict on a
+store -- and shows results with :class:`Out`: rich tables
 when stdout is a terminal, plain aligned text otherwise (which is what tests and pipes
 see).  :func:`run_command_line` is the one place that turns a parsed command line into an
 exit code, for ``rmqstore`` (:mod:`rmqstore.cli`) and for ``rmqstore/spark/cli.py`` run
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -28,12 +31,14 @@ from ..errors import RmqStoreError
 from ..progress import ProgressBar, isatty
 from ..store_paths import commitlog_dir
 
-__all__ = ["PROG", "EXIT_OK", "EXIT_INCOMPLETE", "EXIT_ERROR", "CliError", "Streams", "Command", "progress_bar",
+__all__ = ["PROG", "EXIT_OK", "EXIT_INCOMPLETE", "EXIT_ERROR", "EXIT_SYSTEM", "CliError", "Streams", "Command", "progress_bar",
            "Out", "json_out", "num", "show_time", "elide", "open_read_only", "positive_int", "streams",
            "run_command_line", "silence_stdout"]
 
 PROG = "rmqstore"
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
+#: the system refused the run something (an OSError: the open-file limit, a permission, an I/O error)
+EXIT_SYSTEM = 3
 
 
 class CliError(Exception):
@@ -285,12 +290,14 @@ def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
         return args._run(args, io)
     except CliError as exc:
         io.stderr.write(f"{PROG}: error: {exc}\n")
-    except (RmqStoreError, OSError) as exc:
-        if isinstance(exc, BrokenPipeError):  # e.g. `rmqstore dump ... | head`
-            silence_stdout()
-            return EXIT_OK
-        text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.filename else str(exc)
-        io.stderr.write(f"{PROG}: error: {text}\n")
+    except BrokenPipeError:  # e.g. `rmqstore dump ... | head`
+        silence_stdout()
+        return EXIT_OK
+    except OSError as exc:  # the system refused the run something: says nothing about the store
+        io.stderr.write(f"{PROG}: error: {system_refusal(exc)}\n")
+        return EXIT_SYSTEM
+    except RmqStoreError as exc:
+        io.stderr.write(f"{PROG}: error: {exc}\n")
     except KeyboardInterrupt:
         io.stderr.write(f"{PROG}: interrupted\n")
         return 130
@@ -300,6 +307,20 @@ def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
         io.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc} (set RMQSTORE_DEBUG=1 for a "
                         f"traceback)\n")
     return EXIT_ERROR
+
+
+def system_refusal(exc: OSError) -> str:
+    """One line for an OSError that stopped a run: what the system refused, on which file, and (at the
+    open-file limit) what the limit is."""
+    text = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        try:
+            import resource
+
+            text += f" (this process may hold {resource.getrlimit(resource.RLIMIT_NOFILE)[0]} open; ulimit -n)"
+        except (ImportError, OSError, ValueError):
+            pass
+    return f"the system refused the run: {text}; the run stopped, nothing is said about the store"
 
 
 def silence_stdout() -> None:

@@ -118,7 +118,7 @@ from ..store_sizes import interrupted_allocation_note
 from .report import WARNING, Problem
 
 __all__ = ["LogMap", "segment_rel", "QueueOffsets", "unclean_shutdown", "not_a_store", "unlistable_folder",
-           "listing_problems", "cannot_open", "cannot_map", "unplaced_segment", "log_start", "sizeless_segment",
+           "listing_problems", "unplaced_segment", "log_start", "sizeless_segment",
            "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
            "interrupted_allocation",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
@@ -190,14 +190,6 @@ def strays_summary(rels: list[str]) -> str | None:
         return None
     return (f"{len(rels)} entr{'ies' if len(rels) > 1 else 'y'} in store folders not named like store files, "
             f"not read and left alone ({', '.join(rels[:3])})")
-
-
-def cannot_open(rel: str, strerror: str) -> Problem:
-    return Problem("unreadable_file", rel, None, f"cannot open: {strerror}")
-
-
-def cannot_map(rel: str, exc) -> Problem:
-    return Problem("unreadable_file", rel, None, f"cannot map: {exc}")
 
 
 # -- commitlog files ------------------------------------------------------------------------------------
