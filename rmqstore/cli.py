@@ -49,8 +49,10 @@ packages when the parser is built; they import nothing from this module.
 ``rmqstore verify STORE [--json]``
     Checks every record, unit and index entry against each other
     (:mod:`rmqstore.verify`).  Exit 0 when no damage is found (warnings, such as an abort
-    file, allowed), 1 when damage is found, 2 for usage errors.  A store too damaged to
-    open is still examined.
+    file, allowed), 1 when damage is found, 2 for usage errors, 3 when the system refused the
+    run something (the open-file limit, a permission, an I/O error: nothing is said about the
+    store).  A store too damaged to open is still examined.  Files are mapped a bounded number
+    at a time (:mod:`rmqstore.read_maps`), so any store is walked under ``ulimit -n 256``.
 
 ``rmqstore site [--out DIR] [--notebooks PATH ...] [--no-execute]``
     Executes every notebook and writes a static HTML site (default ``site/``): one page per
@@ -61,7 +63,8 @@ inspect, msg and verify open the store with ``open_store(read_only=True)`` and c
 they never write.  Human output uses rich tables when stdout is a terminal and plain
 aligned text otherwise.
 
-Errors print one line, ``rmqstore: error: ...``, on stderr and exit 2.  Progress bars
+Errors print one line, ``rmqstore: error: ...``, on stderr and exit 2 (3 when the system
+refused the run something: an ``OSError``).  Progress bars
 (rich) appear on stderr only when it is a terminal.
 """
 
@@ -71,11 +74,11 @@ import argparse
 import sys
 
 from .commands import dump, inspect, load, msg, site, verify
-from .commands.terminal import (EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, PROG, CliError, Command, Streams,
-                                run_command_line, streams)
+from .commands.terminal import (EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_SYSTEM, PROG, CliError, Command,
+                                Streams, run_command_line, streams)
 
 __all__ = ["main", "build_parser", "COMMANDS", "Command", "CliError", "Streams", "PROG", "EXIT_OK",
-           "EXIT_INCOMPLETE", "EXIT_ERROR"]
+           "EXIT_INCOMPLETE", "EXIT_ERROR", "EXIT_SYSTEM"]
 
 COMMANDS: dict[str, Command] = {
     "dump": dump.COMMAND,

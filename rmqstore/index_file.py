@@ -37,8 +37,9 @@ import struct
 
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT, OS_PAGE_SIZE
-from .mapped_file import disk_problem, reserve_space
+from .mapped_file import disk_problem, reserve_space, size_and_reserve
 from .properties import java_string_hash
+from .read_maps import ReadMap
 from .store_dir import index_size
 
 __all__ = ["IndexFile", "index_key_hash", "index_file_size"]
@@ -74,7 +75,6 @@ class IndexFile:
         self.index_num = index_num
         self.file_size = index_file_size(hash_slot_num, index_num)
         self.mapped_file = _IndexMappedFile(path, self.file_size, read_only, _HEADER.size + hash_slot_num * _SLOT)
-        self.buf = self.mapped_file.mapped
         h = _HEADER.unpack_from(self.buf)
         self.begin_timestamp = h.begin_timestamp
         self.end_timestamp = h.end_timestamp
@@ -125,6 +125,11 @@ class IndexFile:
                           self.end_phy_offset, self.hash_slot_count, self.index_count)
 
     @property
+    def buf(self):
+        """The file's bytes (read-only files: mapped when asked for, :mod:`rmqstore.read_maps`)."""
+        return self.mapped_file.mapped
+
+    @property
     def file_name(self) -> str:
         return os.path.basename(self.path)
 
@@ -140,7 +145,8 @@ class IndexFile:
         entry_pos = _HEADER.size + self.hash_slot_num * _SLOT + self.index_count * INDEX_ENTRY.size
         mf = self.mapped_file
         mf.reserve(entry_pos, INDEX_ENTRY.size, mf.RESERVE_AHEAD)  # (header and slots are reserved)
-        slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
+        buf = self.buf
+        slot_value = _I32.unpack_from(buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count:
             slot_value = 0
         if self.begin_timestamp <= 0 or self.index_count <= 1:
@@ -152,8 +158,8 @@ class IndexFile:
             time_diff = (store_timestamp - self.begin_timestamp) // 1000 if store_timestamp >= self.begin_timestamp \
                 else -((self.begin_timestamp - store_timestamp) // 1000)
             time_diff = min(max(time_diff, 0), _INT_MAX)
-        _ENTRY.pack_into(self.buf, entry_pos, key_hash, phy_offset, time_diff, slot_value)
-        _I32.pack_into(self.buf, slot_pos, self.index_count)
+        _ENTRY.pack_into(buf, entry_pos, key_hash, phy_offset, time_diff, slot_value)
+        _I32.pack_into(buf, slot_pos, self.index_count)
         if self.index_count <= 1:
             self.begin_phy_offset = phy_offset
             self.begin_timestamp = store_timestamp
@@ -200,13 +206,14 @@ class IndexFile:
         """Append to ``out`` the offsets of entries for ``key`` stored in [begin, end], newest first."""
         key_hash = index_key_hash(key)
         slot_pos = _HEADER.size + (key_hash % self.hash_slot_num) * _SLOT
-        slot_value = _I32.unpack_from(self.buf, slot_pos)[0]
+        buf = self.buf
+        slot_value = _I32.unpack_from(buf, slot_pos)[0]
         if slot_value <= 0 or slot_value > self.index_count or slot_value >= self.index_num or self.index_count <= 1:
             return  # (entry numbers past index_num lie outside the file: a damaged header or slot)
         entries = _HEADER.size + self.hash_slot_num * _SLOT
         nxt = slot_value
         while len(out) < max_num:
-            h, phy, time_diff, prev = _ENTRY.unpack_from(self.buf, entries + nxt * INDEX_ENTRY.size)
+            h, phy, time_diff, prev = _ENTRY.unpack_from(buf, entries + nxt * INDEX_ENTRY.size)
             if time_diff < 0:
                 break
             time_read = self.begin_timestamp + time_diff * 1000
@@ -220,8 +227,9 @@ class IndexFile:
     def entries(self):
         """Every used entry ``(number, key_hash, phy_offset, time_diff, prev_index)``."""
         base = _HEADER.size + self.hash_slot_num * _SLOT
+        buf = self.buf
         for n in range(1, min(self.index_count, self.index_num)):  # a damaged count cannot reach past the file
-            yield (n, *_ENTRY.unpack_from(self.buf, base + n * INDEX_ENTRY.size))
+            yield (n, *_ENTRY.unpack_from(buf, base + n * INDEX_ENTRY.size))
 
     def truncate_entries(self, phy_offset: int, store_timestamp_at) -> int:
         """Drop the entries for records at or after ``phy_offset`` (entries are in log order); how many.
@@ -310,9 +318,7 @@ def _open_reserved(path: str, size: int, head: int) -> int:
     fd = -1
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        if os.fstat(fd).st_size < size:
-            os.ftruncate(fd, size)
-        reserve_space(fd, path, head)
+        size_and_reserve(fd, path, size, head)
     except OSError as exc:
         if fd >= 0:
             os.close(fd)
@@ -328,9 +334,10 @@ class _IndexMappedFile:
 
     A page with no block behind it is a SIGBUS on a full disk when a mapping writes it
     (on tmpfs even when a reader reads it), so no page is touched before it is reserved.
-    A writable file reserves its header and hash slots (``head`` bytes: the slots are
-    read and written anywhere) when it is opened; its entries, which fill the file in
-    order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
+    A writable file reserves the pages of its header and hash slots (``head`` bytes: the
+    slots are read and written anywhere; the last of those pages, where the first entries
+    go, whole -- :func:`rmqstore.mapped_file.size_and_reserve`) when it is opened; its
+    entries, which fill the file in order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
     file (420 MB, 400 of them entries) whole would take that much disk for an index that
     may hold a few keys; readers never read past the entry count.
     """
@@ -343,13 +350,15 @@ class _IndexMappedFile:
         self.path = path
         self.size = size
         self.read_only = read_only
-        if read_only:
-            self.fd = os.open(path, os.O_RDONLY)
-            self.mapped = mmap.mmap(self.fd, size, access=mmap.ACCESS_READ)
+        self.fd = -1
+        self._map: mmap.mmap | None = None
+        self._view: ReadMap | None = None
+        if read_only:  # mapped while read, a bounded number at a time (rmqstore.read_maps)
+            self._view = ReadMap(path, size)
         else:
             head = min(max(head, _HEADER.size), size)
             self.fd = _open_reserved(path, size, head)
-            self.mapped = mmap.mmap(self.fd, size)
+            self._map = mmap.mmap(self.fd, size)
             self.reserved = bytearray(-(-size // OS_PAGE_SIZE))  # 1 = the page has its block
             pages = -(-head // OS_PAGE_SIZE)
             self.reserved[:pages] = b"\x01" * pages
@@ -370,11 +379,19 @@ class _IndexMappedFile:
                     raise StoreError(f"cannot write index file {self.path}: {disk_problem(self.path, exc)}") from exc
         marks[first:stop] = b"\x01" * (stop - first)
 
+    @property
+    def mapped(self):
+        """The file's mapping (read-only: mapped when asked for, maybe unmapped between two reads)."""
+        view = self._view
+        return self._map if view is None else view.buf
+
     def close(self) -> None:
-        if self.mapped is not None:
+        if self._view is not None:
+            self._view.close()
+        if self._map is not None:
             try:
-                self.mapped.close()
+                self._map.close()
             except BufferError:
                 return
             os.close(self.fd)
-            self.mapped = None
+            self._map = None

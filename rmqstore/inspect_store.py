@@ -20,9 +20,13 @@ returns a JSON-ready ``dict``:
   the file system;
 * ``strays`` -- entries of the store folders that are not store files (never read, never
   deleted; see :func:`rmqstore.store_dir.list_store_files`);
+* ``leftOut`` -- files the read-only open left out: allocations a kill interrupted at the end
+  of a commitlog or consume-queue folder (:func:`rmqstore.store_sizes.interrupted_allocations`);
 * ``health`` -- one line: ``"OK"`` or what looks wrong (``issues`` lists each).
 
-Nothing is written; files are opened read-only.
+Nothing is written; files are opened read-only, a bounded number at a time
+(:mod:`rmqstore.read_maps`).  The system refusing a file (an ``OSError``: the open-file limit,
+a permission) is raised, never made an issue of the store.
 """
 
 from __future__ import annotations
@@ -81,17 +85,16 @@ def _probe_segment(path: str, size: int) -> dict:
     if size == 0:
         out["end"] = "empty file"
         return out
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError as exc:
-        out["end"] = f"unreadable: {exc.strerror}"
-        return out
+    fd = os.open(path, os.O_RDONLY)  # (an OSError is the system refusing the run: raised, not a finding)
     try:
         buf = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
+    except ValueError as exc:  # (shorter than listed: it changed under us)
         os.close(fd)
         out["end"] = f"unreadable: {exc}"
         return out
+    except BaseException:
+        os.close(fd)
+        raise
     try:
         _probe_records(buf, size, out, data_extents(fd, size))
     finally:
@@ -181,7 +184,7 @@ def _checkpoint(root: str) -> dict:
     path = checkpoint_path(root)
     try:
         cp = read_checkpoint(path)
-    except (RmqStoreError, OSError) as exc:
+    except RmqStoreError as exc:
         return {"exists": os.path.lexists(path), "error": str(exc)}
     if cp is None:
         return {"exists": False}
@@ -242,6 +245,13 @@ def _strays(store) -> list[str]:
                   for d, kind in folders for s in list_store_files(d, kind).strays)
 
 
+def _left_out(store) -> list[dict]:
+    """The files the read-only open left out (allocations a kill interrupted), relative paths."""
+    queues = [store.commit_log.mapped_file_queue] + [cq.mapped_file_queue for cq in store.consume_queue_table.values()]
+    return [{"path": os.path.relpath(f.path, store.root).replace(os.sep, "/"), "size": f.size,
+             "expected": q.mapped_file_size} for q in queues for f in q.left_out]
+
+
 def _disk(root: str) -> dict:
     try:
         st = os.statvfs(root)
@@ -284,6 +294,7 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
         "lock": _lock(root),
         "disk": _disk(root),
         "strays": _strays(store),
+        "leftOut": _left_out(store),
     }
     issues = _issues(out, max_off)
     out["issues"] = issues
@@ -307,6 +318,9 @@ def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list
     strays = rules.strays_summary(info["strays"])
     if strays:
         issues.append(strays)
+    left_out = info["leftOut"]
+    say(*[rules.interrupted_allocation(f["path"], f["size"], f["expected"]) for f in left_out[:3]])
+    segs = [s for s in segs if f"commitlog/{s['file']}" not in {f["path"] for f in left_out}]
     size = info["config"]["commitLogFileSize"]
     say(*[rules.segment_size(f"commitlog/{s['file']}", s["size"], size) for s in segs if s["size"] != size][:3])
     for prev, seg in zip(segs, segs[1:]):

@@ -30,13 +30,31 @@ or (with ``least_pages == 0``) when anything is pending.
 Reference counting (``hold``/``release``, RocketMQ's ``ReferenceResource``) keeps a file
 mapped while a reader holds a slice of it; ``destroy()`` waits for readers to let go.
 
+A file opened read-only keeps no descriptor and no mapping of its own: ``mapped`` maps it
+when asked for, and :mod:`rmqstore.read_maps` may unmap it again between two reads to keep a
+bounded number of maps open in the process -- a read-only store of any number of files opens
+under a low ``ulimit -n``.  A writable file keeps its descriptor and its mapping, as RocketMQ's.
+
 A full disk.  A store through a mapping cannot report ENOSPC: a write (or, on tmpfs, even
-a read) of a page that has no block yet kills the process with SIGBUS.  So a file is
-created with its blocks reserved (``posix_fallocate`` in :func:`_create_sized`), and an
-existing sparse file opened for writing (RocketMQ creates sparse files) is reserved when
-opened; a disk without room is a :class:`~rmqstore.errors.StoreError` whose message names
-the disk (:func:`disk_problem`), answered to the put as CREATE_MAPEDFILE_FAILED.  The
-price: a new file takes its whole size on disk at once, as it will when it is full.
+a read) of a page that has no block yet kills the process with SIGBUS.  So no page of a
+file the store writes through a mapping is written before every block under it is
+reserved, and :func:`size_and_reserve` is the one place that sizes such a file and reserves
+its blocks -- for segments (a new one in :func:`_create_sized`, an existing sparse one,
+as RocketMQ makes them, when opened for writing), index files (header and slots when
+opened, entries ahead of need: :mod:`rmqstore.index_file`) and the checkpoint
+(:mod:`rmqstore.checkpoint`).  A disk without room is a :class:`~rmqstore.errors.StoreError`
+whose message names the disk (:func:`disk_problem`), answered to the put as
+CREATE_MAPEDFILE_FAILED.  The price: a new segment takes its whole size on disk at once, as
+it will when it is full.
+
+Reservations are whole pages (:func:`reserve_space`): a mapping writes pages, and a file
+system's blocks can be smaller (1 KiB on a small ext4), so reserving only the bytes asked
+for can leave the rest of a page a hole that the next write into that page needs a block
+for.  Reserved space needs nothing more: ext4 and XFS hand it out as unwritten extents,
+which a write through the mapping turns into data without allocating (checked on a full
+1 KiB-block ext4: a 378-extent reserved file written page by page, in random order);
+what did kill a store on a full ext4 was a page never reserved (the checkpoint, and an
+index file's first page past 440 bytes of header and slots).
 """
 
 from __future__ import annotations
@@ -50,10 +68,12 @@ import threading
 
 from .errors import StoreError
 from .layout import OS_PAGE_SIZE
+from .read_maps import ReadMap
 from .store_dir import parse_file_name
 from .store_paths import offset_to_file_name  # (re-exported)
 
-__all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name", "reserve_space", "disk_problem"]
+__all__ = ["MappedFile", "SelectMappedBufferResult", "offset_to_file_name", "reserve_space", "size_and_reserve",
+           "disk_problem"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +88,7 @@ def _create_sized(path: str, size: int) -> int:
 
     A crash between open and truncate would otherwise leave a short file that a later
     load refuses; with the rename, the name appears only once the file has its size.
-    The blocks are reserved too (:func:`reserve_space`), so writing through the mapping
+    The blocks are reserved too (:func:`size_and_reserve`), so writing through the mapping
     can never meet a full disk: a file that does not fit is a :class:`StoreError` here,
     not a SIGBUS at the first write into it.
     """
@@ -78,8 +98,7 @@ def _create_sized(path: str, size: int) -> int:
     except OSError as exc:
         raise StoreError(f"cannot create {path}: {disk_problem(path, exc)}") from exc
     try:
-        os.ftruncate(fd, size)
-        reserve_space(fd, path, size)
+        size_and_reserve(fd, path, size)
         os.rename(tmp, path)
     except BaseException as exc:
         os.close(fd)
@@ -114,15 +133,35 @@ def _mount_point(path: str) -> str:
     return path
 
 
+def size_and_reserve(fd: int, path: str, size: int, reserve: int | None = None) -> None:
+    """Give the open file ``fd`` at least ``size`` bytes and blocks under every page of its first
+    ``reserve`` bytes (default: all of them), before anything is written through a mapping of it.
+
+    The one place a file the store maps for writing is sized and reserved (see the module doc).
+    A file with as many blocks as bytes (``st_blocks``: no hole) is left as it is.
+    Raises OSError (ENOSPC, EDQUOT...) when the disk cannot hold them.
+    """
+    st = os.fstat(fd)
+    if st.st_size < size:
+        os.ftruncate(fd, size)
+    if st.st_blocks * 512 < max(st.st_size, size):
+        reserve_space(fd, path, size if reserve is None else min(reserve, size))
+
+
 def reserve_space(fd: int, path: str, size: int, offset: int = 0) -> None:
-    """Reserve the blocks of ``[offset, offset + size)`` (``posix_fallocate``): a file's holes are a
-    SIGBUS waiting for a full disk, for a writer's and (on tmpfs) for a reader's mapping alike.
+    """Reserve the blocks of the whole pages that ``[offset, offset + size)`` touches, up to the
+    file's end (``posix_fallocate``): a file's holes are a SIGBUS waiting for a full disk, for a
+    writer's and (on tmpfs) for a reader's mapping alike.
 
     Raises OSError (ENOSPC, EDQUOT...) when the disk cannot hold them; filesystems that cannot
     reserve (EOPNOTSUPP, EINVAL) leave the file sparse as before.
     """
+    end = min(-(-(offset + size) // OS_PAGE_SIZE) * OS_PAGE_SIZE, max(os.fstat(fd).st_size, offset + size))
+    offset -= offset % OS_PAGE_SIZE
+    if end <= offset:
+        return
     try:
-        os.posix_fallocate(fd, offset, size)
+        os.posix_fallocate(fd, offset, end - offset)
     except OSError as exc:
         if exc.errno in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
             log.warning("%s: the file system cannot reserve space (%s); the file stays sparse",
@@ -189,13 +228,14 @@ class MappedFile:
                 self.transient_store_pool = transient_store_pool
 
     def _open(self, read_only: bool) -> None:
-        if read_only:
-            self._fd = os.open(self.file_name, os.O_RDONLY)
-            actual = os.fstat(self._fd).st_size
+        self._view: ReadMap | None = None
+        self._map: mmap.mmap | None = None
+        self._fd = -1
+        if read_only:  # mapped while read, a bounded number at a time (rmqstore.read_maps): no descriptor kept
+            actual = os.stat(self.file_name).st_size
             if actual != self.file_size:
-                os.close(self._fd)
                 raise StoreError(f"{self.file_name} is {actual} bytes, expected {self.file_size}")
-            self.mapped = mmap.mmap(self._fd, self.file_size, access=mmap.ACCESS_READ) if self.file_size else None
+            self._view = ReadMap(self.file_name, self.file_size)
         else:
             try:
                 self._fd = os.open(self.file_name, os.O_RDWR)
@@ -203,17 +243,20 @@ class MappedFile:
                 self._fd = _create_sized(self.file_name, self.file_size)
             else:
                 self._reserve_existing()
-            self.mapped = mmap.mmap(self._fd, self.file_size)
+            self._map = mmap.mmap(self._fd, self.file_size)
+
+    @property
+    def mapped(self):
+        """The file's mapping: writable, held while the file is open; read-only, mapped when asked for and
+        maybe unmapped between two reads (:class:`~rmqstore.read_maps.ReadMap`): ask again each time."""
+        view = self._view
+        return self._map if view is None else view.buf
 
     def _reserve_existing(self) -> None:
         """An existing file opened for writing gets its size and its holes reserved (RocketMQ's files
         are sparse); a disk too full for that is a StoreError, not a SIGBUS at a later write."""
-        st = os.fstat(self._fd)
         try:
-            if st.st_size < self.file_size:
-                os.ftruncate(self._fd, self.file_size)
-            if st.st_blocks * 512 < self.file_size:
-                reserve_space(self._fd, self.file_name, self.file_size)
+            size_and_reserve(self._fd, self.file_name, self.file_size)
         except OSError as exc:
             os.close(self._fd)
             raise StoreError(f"cannot reserve the space of {self.file_name}: "
@@ -410,12 +453,15 @@ class MappedFile:
             return
         # the write buffer stays attached (as in RocketMQ, whose shut-down files keep theirs);
         # destroy() hands it back to the pool
-        if self.mapped is not None:
+        if self._view is not None:
+            self._view.close()
+        if self._map is not None:
             try:
-                self.mapped.close()
+                self._map.close()
             except BufferError:  # a reader still has a view; keep the map, it dies with the view
                 return
-        os.close(self._fd)
+        if self._fd >= 0:
+            os.close(self._fd)
         self._cleanup_over = True
 
     def shutdown(self) -> None:

@@ -19,7 +19,8 @@ import os
 
 from .errors import StoreError
 from .mapped_file import MappedFile, disk_problem, offset_to_file_name
-from .store_dir import grid_problem, list_store_files
+from .store_dir import StoreFile, grid_problem, list_store_files
+from .store_sizes import interrupted_allocation_note, interrupted_allocations
 
 __all__ = ["MappedFileQueue"]
 
@@ -40,18 +41,29 @@ class MappedFileQueue:
         self.store_timestamp = 0
         #: why the last file creation failed ("" when none did): the put's answer names it
         self.create_error = ""
+        #: the files a read-only load left out (allocations a kill interrupted)
+        self.left_out: list[StoreFile] = []
 
     # -- loading -------------------------------------------------------------------
     def load(self) -> bool:
         """Map every segment of the folder (all must have the configured size and sit on the grid
         of that size); positions = full.  Strays are logged and left alone
-        (:func:`rmqstore.store_dir.list_store_files`); an unusable entry is a StoreError."""
+        (:func:`rmqstore.store_dir.list_store_files`); an unusable entry is a StoreError.  Read-only,
+        the allocations a kill interrupted at the end of the folder are left out with a warning
+        (:func:`rmqstore.store_sizes.interrupted_allocations`; a writable open after the crash has
+        deleted them) and listed in :attr:`left_out`."""
         listing = list_store_files(self.store_path).check()
         for stray in listing.strays:
             log.warning("%s: %s", stray.path, stray.why)
+        segments = list(listing.files)
+        if self.read_only:
+            self.left_out = interrupted_allocations(segments, self.mapped_file_size)
+            for f in self.left_out:
+                log.warning("%s: %s", f.path, interrupted_allocation_note(f.size, self.mapped_file_size))
+            segments = segments[:len(segments) - len(self.left_out)]
         files = []
         try:
-            for f in listing.files:
+            for f in segments:
                 if f.size != self.mapped_file_size:
                     log.warning("%s length %d not matched message store config value %d",
                                 f.path, f.size, self.mapped_file_size)

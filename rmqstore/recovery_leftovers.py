@@ -25,7 +25,8 @@ import os
 import re
 
 from .consume_queue import consume_queue_dir, consume_queue_ids
-from .store_dir import file_is_all_zero, list_store_files
+from .store_dir import list_store_files
+from .store_sizes import interrupted_allocations
 from .store_paths import commitlog_dir
 
 __all__ = ["remove_creation_leftovers", "remove_interrupted_allocations"]
@@ -37,13 +38,9 @@ _CREATING = re.compile(r"\d{20}\.\d+\.creating")
 
 
 def _trailing_empty_misfits(directory: str, size: int) -> list[str]:
-    """Files at the end of a segment directory that have the wrong size and hold only zeros."""
-    out = []
-    for f in reversed(list_store_files(directory).check().files):
-        if f.size == size or not file_is_all_zero(f.path):
-            break
-        out.append(f.path)
-    return out
+    """Files at the end of a segment directory that have the wrong size and hold only zeros
+    (:func:`rmqstore.store_sizes.interrupted_allocations`: what readers leave out)."""
+    return [f.path for f in interrupted_allocations(list_store_files(directory).check().files, size)]
 
 
 def _queue_dirs(root: str) -> list[str]:

@@ -23,6 +23,10 @@ Which entries of a folder are files of the store:
   whose name offset lies past the largest offset a log can reach (Java ``long``; RocketMQ
   fails to start on such a name).  Symlinks to regular files are followed, as RocketMQ does.
 
+What the system refuses a run (``EMFILE`` at the open-file limit, ``EACCES``, ``EIO``...) is not a
+fact about the store: such an OSError is raised as it is, never turned into an unusable entry
+or an empty folder (:func:`is_shape_error` tells the two apart).
+
 Sparse files are normal (RocketMQ creates segments with ``setLength``); readers that scan
 for non-zero bytes skip holes (:func:`data_extents`), so their time depends on the data
 present, not on the size a file claims.
@@ -50,7 +54,7 @@ __all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "cons
            "parse_file_name", "grid_problem", "data_extents", "data_in", "first_nonzero", "count_nonzero",
            "file_is_all_zero", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
            "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
-           "readable_store_files", "list_names", "queue_folders", "default_index_dimensions"]
+           "readable_store_files", "list_names", "queue_folders", "default_index_dimensions", "is_shape_error"]
 
 #: the largest file RocketMQ maps (``MappedFile.fileSize`` and the configured sizes are ``int``)
 MAX_FILE_SIZE = 2**31 - 1
@@ -136,8 +140,21 @@ def _unusable_why(st) -> str | None:
     return None
 
 
+#: the errors that say what a store's path *is* (a loop, not a folder, gone...), not what the system lets
+#: this run do with it; any other OSError (EMFILE, EACCES, EIO, ENOMEM...) is an error of the run, raised
+#: as it is and never reported as a fault of the store (:func:`is_shape_error`)
+_SHAPE_ERRNOS = frozenset({errno.ELOOP, errno.ENOENT, errno.ENOTDIR, errno.EISDIR, errno.ENAMETOOLONG})
+
+
+def is_shape_error(exc: OSError) -> bool:
+    """Does ``exc`` tell what a store's path is (a fault of the store), rather than what the system
+    refused this run (an error of the run: raise it)?"""
+    return exc.errno in _SHAPE_ERRNOS
+
+
 def _stat(path: str):
-    """``(stat result, None)`` following symlinks, or ``(None, why the entry cannot be read)``."""
+    """``(stat result, None)`` following symlinks, or ``(None, why the entry cannot be read)``; an
+    error of the run (:func:`is_shape_error`) is raised."""
     try:
         return os.stat(path), None
     except OSError as exc:
@@ -151,6 +168,8 @@ def _stat(path: str):
             return None, f"a dangling symlink (it points at {target}, which does not exist)"
         if exc.errno == errno.ENOENT:
             return None, None  # gone while we looked: not there
+        if not is_shape_error(exc):
+            raise
         return None, f"cannot be read: {exc.strerror}"
 
 
@@ -163,6 +182,8 @@ def list_store_files(directory, kind: str = "segment") -> FolderListing:
     except (FileNotFoundError, NotADirectoryError):
         return FolderListing(directory)
     except OSError as exc:
+        if not is_shape_error(exc):
+            raise  # (an error of the run: EMFILE, EACCES, EIO...)
         raise StoreError(f"{directory}: cannot list the folder: {exc.strerror}") from None
     digits = NAME_DIGITS[kind]
     files, strays, unusable = [], [], []
@@ -282,7 +303,7 @@ def resolve_store_root(path) -> str:
 
 
 def readable_store_files(directory, kind: str = "segment") -> FolderListing:
-    """:func:`list_store_files`, with a folder that cannot be listed as an empty one."""
+    """:func:`list_store_files`, with a folder that cannot be listed (a loop...) as an empty one."""
     try:
         return list_store_files(directory, kind)
     except StoreError:
@@ -290,10 +311,13 @@ def readable_store_files(directory, kind: str = "segment") -> FolderListing:
 
 
 def list_names(path) -> list[str]:
-    """The names in folder ``path``, sorted; none when it cannot be listed (a damaged store's reader goes on)."""
+    """The names in folder ``path``, sorted; none when it is no folder (a damaged store's reader goes on).
+    An error of the run (:func:`is_shape_error`) is raised."""
     try:
         return sorted(os.listdir(path))
-    except OSError:
+    except OSError as exc:
+        if not is_shape_error(exc):
+            raise
         return []
 
 

@@ -17,6 +17,15 @@ files (the folders are listed by :mod:`rmqstore.store_dir`):
   no file decides, explicit sizes are needed (``strict``), or -- for opening a store we were
   not told about -- RocketMQ's default ratio ``entries == 4 * slots`` is assumed.
 
+What is not a segment: a kill (or a full disk) between creating a file and sizing it leaves
+an empty file after the last segment of a commitlog or consume-queue folder (RocketMQ creates,
+then sizes).  :func:`interrupted_allocations` is the one rule that finds them -- 0 bytes or a
+size other than the folder's, nothing but zeros, nothing of the right size after them -- and
+every reader uses it: the sizes here are read without them, a read-only open leaves them out
+with the warning :func:`interrupted_allocation_note` words (``rmqstore verify`` reports the
+same words, ``inspect`` and ``msg`` print them), and a writable open after the crash deletes
+them (:mod:`rmqstore.recovery_leftovers`).
+
 :func:`infer_config` reads the sizes strictly (files that disagree are refused: for opening
 a store); :func:`guess_sizes` takes the most common size of each kind (for examining a
 damaged store: ``rmqstore verify``).  :class:`StoreSizes` is what a reader of the files
@@ -31,17 +40,19 @@ import re
 from array import array
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from typing import Sequence
 
 from .config import StoreConfig
 from .errors import StoreError
 from .layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT
-from .store_dir import list_store_files, queue_folders, readable_store_files
+from .store_dir import (StoreFile, file_is_all_zero, is_shape_error, list_store_files, queue_folders,
+                        readable_store_files)
 from .store_paths import commitlog_dir, consume_queue_dir, consume_queue_ids, consume_queue_root, index_dir
 from .walk import End, step
 
 __all__ = ["infer_config", "commitlog_segment_size", "consume_queue_file_size", "index_dimensions", "holds_record",
            "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
-           "default_index_dimensions"]
+           "default_index_dimensions", "interrupted_allocations", "interrupted_allocation_note"]
 
 
 def holds_record(path: str, size: int) -> bool:
@@ -53,7 +64,11 @@ def holds_record(path: str, size: int) -> bool:
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
             return step(buf, 0).end in (None, End.BLANK, End.UNWRITTEN)
-    except (OSError, ValueError):
+    except ValueError:  # (shorter than its listing said)
+        return False
+    except OSError as exc:
+        if not is_shape_error(exc):
+            raise  # an error of the run, not a fact about the file
         return False
 
 
@@ -65,7 +80,7 @@ def commitlog_segment_size(root: str) -> int | None:
     is refused.
     """
     d = commitlog_dir(root)
-    files = list_store_files(d).check().files
+    files = _segments(d)
     sizes = {f.size for f in files}
     if not sizes:
         return None
@@ -80,10 +95,44 @@ def commitlog_segment_size(root: str) -> int | None:
     return size
 
 
+def interrupted_allocations(files: Sequence[StoreFile], size: int | None = None) -> list[StoreFile]:
+    """The files at the end of a segment folder (``files``: its listing, in order) that are allocations a
+    kill or a full disk interrupted: 0 bytes or not ``size`` bytes (the segment size; None: the first
+    file's), and nothing but zeros.
+
+    RocketMQ creates a file and then sizes it, so a kill in between leaves an empty file after the last
+    segment; nothing was ever written to it.  Readers leave such files out with the warning
+    :func:`interrupted_allocation_note` words, ``rmqstore verify`` reports that warning, and a writable
+    open after the crash deletes them (:mod:`rmqstore.recovery_leftovers`).  A file of another size
+    that holds a byte, or one before a segment of the right size, is not one: it is damage, refused.
+    """
+    if size is None:
+        size = files[0].size if files else None
+    found: list[StoreFile] = []
+    for f in reversed(files):
+        if (f.size and f.size == size) or not file_is_all_zero(f.path):
+            break
+        found.append(f)
+    return found[::-1]
+
+
+def interrupted_allocation_note(size: int, expected: int | None) -> str:
+    """What a reader says of a file :func:`interrupted_allocations` found (one wording for every reader)."""
+    others = f" (a segment of this store is {expected} bytes)" if expected else ""
+    return (f"{size} bytes of zeros after the last segment{others}: a file whose creation a kill or a full disk "
+            "interrupted, never written; readers leave it out, a writable open after the crash deletes it")
+
+
+def _segments(directory: str) -> list[StoreFile]:
+    """The segments of a folder that tell its size: every file but the interrupted allocations at its end."""
+    files = list(list_store_files(directory).check().files)
+    return files[:len(files) - len(interrupted_allocations(files))]
+
+
 def consume_queue_file_size(root: str) -> int | None:
     """The size of consume-queue files (the first queue directory that has any)."""
     for topic, qid in consume_queue_ids(root):
-        files = list_store_files(consume_queue_dir(root, topic, qid)).check().files
+        files = _segments(consume_queue_dir(root, topic, qid))
         if files:
             size = files[0].size
             if size < CONSUME_QUEUE_UNIT.size:

@@ -17,7 +17,7 @@ def _inspect_arguments(p: argparse.ArgumentParser) -> None:
 def _inspect(args: argparse.Namespace, io: Streams) -> int:
     from ..inspect_store import inspect
 
-    store = open_read_only(args.store)
+    store = open_read_only(args.store, io)
     try:
         with progress_bar(io, "inspect") as progress:
             info = inspect(store, progress=progress.update)

@@ -57,7 +57,7 @@ def _msg(args: argparse.Namespace, io: Streams) -> int:  # noqa: C901 -- one bra
             decode_message_id(args.msg_id.strip().upper())
         except LayoutError as exc:
             raise CliError(f"{exc} (use --key for a message key)") from None
-    store = open_read_only(args.store)
+    store = open_read_only(args.store, io)
     try:
         found: list = []
         why = ""

@@ -3,7 +3,9 @@
 A command is an ``add_arguments(parser)`` and a ``run(args, io) -> exit code``
 (:class:`Command`).  It writes through :class:`Streams` (injectable, so tests hand in
 ``StringIO``), fails with :class:`CliError` (one line, exit 2) or any
-:class:`~rmqstore.errors.RmqStoreError`, and shows results with :class:`Out`: rich tables
+:class:`~rmqstore.errors.RmqStoreError` (exit 2) -- an ``OSError`` is the system refusing the
+run something (the open-file limit, a permission, an I/O error), exit 3, never a verdict on a
+store -- and shows results with :class:`Out`: rich tables
 when stdout is a terminal, plain aligned text otherwise (which is what tests and pipes
 see).  :func:`run_command_line` is the one place that turns a parsed command line into an
 exit code, for ``rmqstore`` (:mod:`rmqstore.cli`) and for ``rmqstore/spark/cli.py`` run
@@ -13,7 +15,10 @@ under spark-submit alike -- so neither has to import the other.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import errno
 import json
+import logging
 import os
 import shutil
 import sys
@@ -26,12 +31,14 @@ from ..errors import RmqStoreError
 from ..progress import ProgressBar, isatty
 from ..store_paths import commitlog_dir
 
-__all__ = ["PROG", "EXIT_OK", "EXIT_INCOMPLETE", "EXIT_ERROR", "CliError", "Streams", "Command", "progress_bar",
+__all__ = ["PROG", "EXIT_OK", "EXIT_INCOMPLETE", "EXIT_ERROR", "EXIT_SYSTEM", "CliError", "Streams", "Command", "progress_bar",
            "Out", "json_out", "num", "show_time", "elide", "open_read_only", "positive_int", "streams",
            "run_command_line", "silence_stdout"]
 
 PROG = "rmqstore"
 EXIT_OK, EXIT_INCOMPLETE, EXIT_ERROR = 0, 1, 2
+#: the system refused the run something (an OSError: the open-file limit, a permission, an I/O error)
+EXIT_SYSTEM = 3
 
 
 class CliError(Exception):
@@ -216,8 +223,9 @@ def elide(text: str, width: int = 48) -> str:
     return f"{text[:keep - keep // 3]}\u2026{text[-(keep // 3):]}"
 
 
-def open_read_only(path: str):
-    """open_store(read_only=True) with the CLI's error wording."""
+def open_read_only(path: str, io: Streams | None = None):
+    """open_store(read_only=True) with the CLI's error wording; what the open warns of (a file it left
+    out, a stray) is written to ``io.stderr`` as ``rmqstore: warning: ...`` lines."""
     from ..store import open_store
     from ..store_dir import resolve_store_root
 
@@ -228,10 +236,36 @@ def open_read_only(path: str):
     if not os.path.isdir(commitlog_dir(root)):
         raise CliError(f"{root}: not a store (no commitlog/ directory)")
     try:
-        return open_store(root, read_only=True)
+        with _warnings_to(io.stderr if io is not None else None):
+            return open_store(root, read_only=True)
     except RmqStoreError as exc:
         raise CliError(f"cannot open {root} read-only: {exc} (rmqstore verify {path} examines a damaged store)") \
             from None
+
+
+class _Warnings(logging.Handler):
+    def __init__(self, stream):
+        super().__init__(logging.WARNING)
+        self.stream = stream
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream.write(f"{PROG}: warning: {record.getMessage()}\n")
+
+
+@contextlib.contextmanager
+def _warnings_to(stream):
+    """The library's warnings while the block runs, as ``rmqstore: warning:`` lines on ``stream`` (None:
+    left to logging)."""
+    if stream is None:
+        yield
+        return
+    logger = logging.getLogger("rmqstore")
+    handler = _Warnings(stream)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
 
 
 # -- running ------------------------------------------------------------------------------------
@@ -256,12 +290,14 @@ def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
         return args._run(args, io)
     except CliError as exc:
         io.stderr.write(f"{PROG}: error: {exc}\n")
-    except (RmqStoreError, OSError) as exc:
-        if isinstance(exc, BrokenPipeError):  # e.g. `rmqstore dump ... | head`
-            silence_stdout()
-            return EXIT_OK
-        text = f"{exc.strerror}: {exc.filename}" if isinstance(exc, OSError) and exc.filename else str(exc)
-        io.stderr.write(f"{PROG}: error: {text}\n")
+    except BrokenPipeError:  # e.g. `rmqstore dump ... | head`
+        silence_stdout()
+        return EXIT_OK
+    except OSError as exc:  # the system refused the run something: says nothing about the store
+        io.stderr.write(f"{PROG}: error: {system_refusal(exc)}\n")
+        return EXIT_SYSTEM
+    except RmqStoreError as exc:
+        io.stderr.write(f"{PROG}: error: {exc}\n")
     except KeyboardInterrupt:
         io.stderr.write(f"{PROG}: interrupted\n")
         return 130
@@ -271,6 +307,20 @@ def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
         io.stderr.write(f"{PROG}: internal error: {type(exc).__name__}: {exc} (set RMQSTORE_DEBUG=1 for a "
                         f"traceback)\n")
     return EXIT_ERROR
+
+
+def system_refusal(exc: OSError) -> str:
+    """One line for an OSError that stopped a run: what the system refused, on which file, and (at the
+    open-file limit) what the limit is."""
+    text = f"{exc.strerror or exc}: {exc.filename}" if exc.filename else str(exc.strerror or exc)
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        try:
+            import resource
+
+            text += f" (this process may hold {resource.getrlimit(resource.RLIMIT_NOFILE)[0]} open; ulimit -n)"
+        except (ImportError, OSError, ValueError):
+            pass
+    return f"the system refused the run: {text}; the run stopped, nothing is said about the store"
 
 
 def silence_stdout() -> None:

@@ -1,8 +1,9 @@
 """Reading a store's files for verify: read-only maps, zero scans that skip holes, decoded views.
 
 The I/O half of verify, shared by its drivers (:mod:`rmqstore.verify.local` and
-:mod:`rmqstore.spark.verify`): files are opened ``O_RDONLY`` and mapped ``ACCESS_READ``;
-nothing is created, truncated, locked or deleted.  The rules (:mod:`rmqstore.verify.rules`)
+:mod:`rmqstore.spark.verify`): files are opened ``O_RDONLY`` and mapped ``ACCESS_READ``, a
+bounded number at a time (:mod:`rmqstore.read_maps`), so a walk of any number of files holds
+a bounded number open; nothing is created, truncated, locked or deleted.  The rules (:mod:`rmqstore.verify.rules`)
 see what these views decode, never a file.
 """
 
@@ -12,6 +13,7 @@ import mmap
 import os
 
 from ..layout import CONSUME_QUEUE_UNIT, INDEX_ENTRY
+from ..read_maps import ReadMap
 from ..store_dir import data_in, first_nonzero
 from .queue_rules import CQ_UNIT, unit_place
 
@@ -42,13 +44,27 @@ def last_nonzero_end(buf, size: int, extents=None) -> int:
 
 
 class MappedFile:
-    """A read-only view of one file: an mmap, or ``b""`` for an empty file; ``extents`` are its
-    data regions (:func:`rmqstore.store_dir.data_extents`, None: all of it)."""
+    """A read-only view of one file: ``buf`` its bytes (an mmap, or ``b""`` for an empty file), mapped
+    while it is read, a bounded number of files at a time (:class:`rmqstore.read_maps.ReadMap`: take
+    ``buf`` afresh for each piece of work); ``extents`` its data regions
+    (:func:`rmqstore.store_dir.data_extents`, None: all of it)."""
 
-    __slots__ = ("path", "rel", "size", "buf", "extents")
+    __slots__ = ("path", "rel", "size", "view")
 
-    def __init__(self, path: str, rel: str, size: int, buf, extents=None):
-        self.path, self.rel, self.size, self.buf, self.extents = path, rel, size, buf, extents
+    def __init__(self, path: str, rel: str, size: int):
+        self.path, self.rel, self.size = path, rel, size
+        self.view = ReadMap(path, size)
+
+    @property
+    def buf(self):
+        return self.view.buf
+
+    @property
+    def extents(self):
+        return self.view.extents
+
+    def close(self) -> None:
+        self.view.close()
 
     def first_nonzero(self, start: int, end: int | None = None) -> int | None:
         found = first_nonzero(self.buf, start, self.size if end is None else end, self.extents)
@@ -60,8 +76,9 @@ class MappedFile:
 
         The map is read-only and shared: the bytes stay in the page cache and a later read
         maps them again, so this changes what verify *holds* (its peak RSS), never what it
-        reads.  A walk of a 1 GiB segment releases behind itself as it goes."""
-        if not isinstance(self.buf, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        reads.  A walk of a 1 GiB segment releases behind itself as it goes.  (A file not
+        mapped now holds nothing.)"""
+        if not self.view.mapped or not hasattr(mmap, "MADV_DONTNEED"):
             return
         end = self.size if end is None else min(end, self.size)
         start -= start % mmap.PAGESIZE

@@ -21,7 +21,6 @@ too damaged to open can still be examined.
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 from array import array
@@ -34,7 +33,7 @@ from ..config import StoreConfig
 from ..errors import CorruptRecordError, RmqStoreError, StoreError
 from ..layout import INDEX_HEADER
 from ..record import decode_record
-from ..store_dir import (data_extents, grid_problem, list_names, list_store_files, queue_folders, readable_store_files,
+from ..store_dir import (grid_problem, is_shape_error, list_names, list_store_files, queue_folders, readable_store_files,
                          resolve_store_root)
 from ..store_sizes import StoreSizes, guess_sizes, index_size
 from .. import store_paths as sp
@@ -130,27 +129,12 @@ class Verifier(LogWalk):
         return os.path.exists(os.path.join(self.root, *rel.split("/")))
 
     def open(self, path: str) -> MappedFile | None:
-        """Map one file read-only (closed with :attr:`stack`); None, reported, when it cannot be."""
-        rel = self.rel(path)
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError as exc:
-            self.note(rules.cannot_open(rel, exc.strerror))
-            return None
-        try:
-            size = os.fstat(fd).st_size
-            if size == 0:
-                return MappedFile(path, rel, 0, b"")
-            try:
-                buf = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
-            except (OSError, ValueError) as exc:
-                self.note(rules.cannot_map(rel, exc))
-                return None
-            extents = data_extents(fd, size)
-        finally:
-            os.close(fd)
-        self.stack.callback(buf.close)
-        return MappedFile(path, rel, size, buf, extents)
+        """One file, read-only: mapped while it is read, a bounded number at a time (closed with
+        :attr:`stack`).  The system refusing it (``EMFILE``, ``EACCES``...) raises the OSError: an
+        error of the run, which says nothing about the store."""
+        f = MappedFile(path, self.rel(path), os.stat(path).st_size)
+        self.stack.callback(f.close)
+        return f
 
     # -- run ----------------------------------------------------------------------------------
     def run(self) -> VerifyReport:
@@ -224,7 +208,8 @@ class Verifier(LogWalk):
 
     def load_queue(self, q: QueueView, qdir: str, cqs: int | None) -> bool:
         """Read one queue's files into ``q`` (bounds, horizon, units present); False when none is usable."""
-        names = self.store_files(qdir, "segment", "a consume-queue file (named by its 20-digit logical offset)")
+        names = self.leave_out_interrupted(
+            self.store_files(qdir, "segment", "a consume-queue file (named by its 20-digit logical offset)"), cqs)
         if not names:
             return False
         if not cqs or cqs < qr.CQ_UNIT:
@@ -444,13 +429,15 @@ class Verifier(LogWalk):
         if facts["present"]:
             try:
                 facts["size"] = os.stat(path).st_size
-            except OSError:
+            except OSError as exc:  # a dangling link, a loop
+                if not is_shape_error(exc):
+                    raise
                 facts["size"] = None
             facts["is_file"] = os.path.isfile(path)
             if facts["size"] is not None and facts["is_file"]:
                 try:
                     facts["value"] = read_checkpoint(path)
-                except (RmqStoreError, OSError) as exc:
+                except RmqStoreError as exc:
                     facts["error"] = str(exc)
         self.note(*rules.checkpoint_problems(**facts))
 
@@ -466,7 +453,10 @@ def verify(target, *, progress: Callable[[int, int], None] | None = None, config
     total)`` is called with bytes of files examined.  ``native`` False keeps the commitlog walk on
     the pure rules record by record (None: the config's ``native``, else True; ``RMQSTORE_PURE``
     overrides), True lets the bulk pass (:mod:`rmqstore.verify.bulk`) run.  Raises
-    :class:`~rmqstore.errors.StoreError` only when ``target`` is not a directory.
+    :class:`~rmqstore.errors.StoreError` only when ``target`` is not a directory, and the OSError
+    of a system that refuses the run a file (``EMFILE``, ``EACCES``, ``EIO``...: an error of the
+    run, not a problem of the store; see :func:`rmqstore.store_dir.is_shape_error`).  Files are
+    mapped a bounded number at a time (:mod:`rmqstore.read_maps`), whatever the store's size.
     """
     root, sizes, problems = prepare(target, config)
     if native is None:

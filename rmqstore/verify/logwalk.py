@@ -26,7 +26,7 @@ from ..properties import string_to_properties
 from ..reading import record_keys
 from ..record import decode_record
 from ..store_dir import grid_problem
-from ..store_sizes import StoreSizes
+from ..store_sizes import StoreSizes, interrupted_allocations
 from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from ..walk import End, walk_segment
 from . import index_rules as ir
@@ -95,7 +95,8 @@ class LogWalk:
             return
         size = self.sizes.commitlog
         segs = []
-        for sf in self.store_files(cl, "segment", "a commitlog file (named by its 20-digit start offset)"):
+        for sf in self.leave_out_interrupted(
+                self.store_files(cl, "segment", "a commitlog file (named by its 20-digit start offset)"), size):
             why = grid_problem(sf.offset, size) if size and size > 8 else None
             if why is not None:  # cannot be placed in the log: not walked
                 self.note(rules.unplaced_segment(self.rel(sf.path), why))
@@ -159,6 +160,14 @@ class LogWalk:
         elif corrupt_tail and last_corrupt is not None:
             self.unclaimed_tail = last_corrupt  # judged once every reference is known (finish_log_refs)
         self.log = rules.LogMap([(start, f.rel, f.size) for start, f in self.segments], self.corrupt_regions)
+
+    def leave_out_interrupted(self, files: list, size: int | None) -> list:
+        """``files`` (a segment folder's) without the allocations a kill interrupted at its end, each
+        reported as the warning readers give when they leave it out."""
+        left = interrupted_allocations(files, size)
+        for sf in left:
+            self.note(rules.interrupted_allocation(self.rel(sf.path), sf.size, size))
+        return files[:len(files) - len(left)]
 
     def recast(self, i: int, kind_why: tuple[str, str]) -> None:
         """Problem ``i``, an undecodable record, turns out to be a state recovery handles: a warning."""

@@ -21,7 +21,9 @@ KINDS = {
     "not_a_store": "the directory holds no commitlog/ directory",
     "unopenable": "open_store refused the store (the message says why)",
     "unclean_shutdown": "the abort file is present: the last run did not shut down cleanly",
-    "unreadable_file": "a file cannot be opened or mapped",
+    "unreadable_file": "an entry where a store file belongs is no file of the store (a directory, a dangling "
+                       "symlink, a loop, too large to map); the system refusing to open or map a file is an "
+                       "error of the run, not a problem of the store",
     "unexpected_file": "a file or directory that is not part of a store layout",
     # commitlog
     "file_size": "a file's size differs from the size its kind of file has in this store",
@@ -38,6 +40,8 @@ KINDS = {
     "log_hole": "the log ends (zeros) but a later file holds data",
     "garbage_after_end": "non-zero bytes after the end of the log in its last file",
     "preallocated_segment": "an all-zero commitlog file after the end of the log",
+    "interrupted_allocation": "an empty (or short, all-zero) file after the last segment of a commitlog or "
+                              "consume-queue folder: a creation a kill interrupted",
     "log_start": "the commitlog does not start at offset 0 (expired or missing first files)",
     "log_short": "consume queues or the index point past the end of the commitlog",
     "record_header": "a record's topic/queue/queue offset/type disagree with the unit pointing at it",

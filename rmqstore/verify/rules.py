@@ -114,11 +114,13 @@ from dataclasses import replace
 from ..crc import crc32
 from ..layout import CHECKPOINT_FILE_SIZE
 from ..store_paths import COMMITLOG_DIR, offset_to_file_name
+from ..store_sizes import interrupted_allocation_note
 from .report import WARNING, Problem
 
 __all__ = ["LogMap", "segment_rel", "QueueOffsets", "unclean_shutdown", "not_a_store", "unlistable_folder",
-           "listing_problems", "cannot_open", "cannot_map", "unplaced_segment", "log_start", "sizeless_segment",
+           "listing_problems", "unplaced_segment", "log_start", "sizeless_segment",
            "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
+           "interrupted_allocation",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
            "record_problems", "recast", "TORN_TAIL", "CUT_OFF_TAIL", "log_short", "checkpoint_problems",
            "checkpoint_size", "checkpoint_unreadable", "strays_summary", "summary_line"]
@@ -190,14 +192,6 @@ def strays_summary(rels: list[str]) -> str | None:
             f"not read and left alone ({', '.join(rels[:3])})")
 
 
-def cannot_open(rel: str, strerror: str) -> Problem:
-    return Problem("unreadable_file", rel, None, f"cannot open: {strerror}")
-
-
-def cannot_map(rel: str, exc) -> Problem:
-    return Problem("unreadable_file", rel, None, f"cannot map: {exc}")
-
-
 # -- commitlog files ------------------------------------------------------------------------------------
 
 def unplaced_segment(rel: str, why: str) -> Problem:
@@ -248,6 +242,11 @@ def zero_file_inside_log(rel: str) -> Problem:
 def preallocated_segment(rel: str) -> Problem:
     return Problem("preallocated_segment", rel, None, "pre-allocated empty commitlog file after the end of the log "
                    "(all zeros): left by a writer that did not shut down cleanly (recovery deletes it)", WARNING)
+
+
+def interrupted_allocation(rel: str, size: int, expected: int | None) -> Problem:
+    """A file :func:`rmqstore.store_sizes.interrupted_allocations` found, in the words every reader uses."""
+    return Problem("interrupted_allocation", rel, None, interrupted_allocation_note(size, expected), WARNING)
 
 
 def garbage_after_end(rel: str, pos: int, nz: int) -> Problem:

@@ -1,9 +1,11 @@
 """A full disk: the store answers, it never dies, and nothing it acknowledged is lost.
 
-The stores live on a small tmpfs mounted for the test (root only: without the right to
-mount, the tests skip and say so).  Writers and readers run in subprocesses, so a SIGBUS
--- what a write into a sparse mapped file meets on a full disk -- fails the test as exit
-code -7 instead of killing pytest.
+The stores live on a small disk mounted for the test, every test on two: an 8 MiB tmpfs and
+an 8 MiB ext4 image, loop-mounted (root only: without the right to mount, the tests skip and
+say so).  Writers and readers run in subprocesses (with ``-X faulthandler``), so a SIGBUS --
+what a write through a mapping into a page without a block meets on a full disk -- fails the
+test as exit code -7, with the Python stack of the write, instead of killing pytest.  How
+full a disk is made is said as the room left (:func:`_fill`): the two hold different amounts.
 
 What must hold in every flush mode (SYNC_FLUSH, ASYNC_FLUSH, the transient store pool):
 
@@ -18,7 +20,8 @@ What must hold in every flush mode (SYNC_FLUSH, ASYNC_FLUSH, the transient store
 A consume queue (dispatch thread) that meets the full disk first stops dispatch at that
 record and makes the store not writeable; the next start dispatches what was missed.
 Flush and commit errors (simulated in-process) stop further PUT_OK answers without
-killing their threads.
+killing their threads.  Each kind of file the store writes through a mapping, opened as the
+store opens it, takes every write it has room for on a disk full to its last block.
 """
 
 from __future__ import annotations
@@ -40,36 +43,61 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DISK_SIZE = 8 << 20
 BODY = 5000
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tmpfs mounts are Linux only")
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="tmpfs and loop mounts are Linux only")
 
 
-@pytest.fixture
-def small_disk(tmp_path):
-    """An 8 MiB tmpfs at ``tmp_path/disk``, unmounted afterwards; skips where mounting is refused."""
+@pytest.fixture(params=["tmpfs", "ext4"])
+def small_disk(request, tmp_path):
+    """An 8 MiB disk at ``tmp_path/disk``, unmounted afterwards; skips (saying why) where mounting is refused.
+
+    ``tmpfs``: pages have no block until written.  ``ext4``: an 8 MiB image (sparse) formatted
+    and loop-mounted; space ``posix_fallocate`` reserved is an unwritten extent there, and a
+    first write into it through a mapping can still need a block.
+    """
     mnt = tmp_path / "disk"
     mnt.mkdir()
+    if request.param == "tmpfs":
+        command = ["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mnt)]
+    else:
+        command = ["mount", "-t", "ext4", "-o", "loop", str(_ext4_image(tmp_path / "ext4.img")), str(mnt)]
     try:
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={DISK_SIZE}", "tmpfs", str(mnt)],
-                           capture_output=True, text=True, timeout=30)
+        r = subprocess.run(command, capture_output=True, text=True, timeout=60)
     except FileNotFoundError:
         pytest.skip("no mount command: cannot make a small disk to fill")
     if r.returncode != 0:
-        pytest.skip(f"mounting a tmpfs was refused ({(r.stderr or r.stdout).strip() or r.returncode}); "
-                    "filling a disk needs root")
+        pytest.skip(f"mounting {request.param} was refused ({(r.stderr or r.stdout).strip() or r.returncode}); "
+                    "filling a disk needs root (and, for ext4, loop devices)")
     try:
-        probe = mnt / "probe"
-        fd = os.open(probe, os.O_RDWR | os.O_CREAT)
-        try:
-            os.posix_fallocate(fd, 0, 4096)
-        except OSError as exc:
-            pytest.skip(f"this kernel's tmpfs cannot reserve space ({exc.strerror})")
-        finally:
-            os.close(fd)
-            os.remove(probe)
+        _skip_unless_it_reserves(mnt, request.param)
         yield mnt
     finally:
-        if subprocess.run(["umount", str(mnt)], capture_output=True).returncode != 0:
-            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+        if subprocess.run(["umount", str(mnt)], capture_output=True, timeout=60).returncode != 0:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=60)
+
+
+def _ext4_image(image):
+    """A sparse ``DISK_SIZE`` file formatted as ext4 (skips where mkfs.ext4 is missing or fails)."""
+    with open(image, "wb") as f:
+        f.truncate(DISK_SIZE)  # sparse: holes, never copied
+    try:
+        r = subprocess.run(["mkfs.ext4", "-q", "-F", "-m", "0", str(image)], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        pytest.skip("no mkfs.ext4: cannot make a small ext4 disk to fill")
+    if r.returncode != 0:
+        pytest.skip(f"mkfs.ext4 failed ({(r.stderr or r.stdout).strip() or r.returncode})")
+    return image
+
+
+def _skip_unless_it_reserves(mnt, kind: str) -> None:
+    probe = mnt / "probe"
+    fd = os.open(probe, os.O_RDWR | os.O_CREAT)
+    try:
+        os.posix_fallocate(fd, 0, 4096)
+    except OSError as exc:
+        pytest.skip(f"this kernel's {kind} cannot reserve space ({exc.strerror})")
+    finally:
+        os.close(fd)
+        os.remove(probe)
 
 
 # -- the programs run in subprocesses -------------------------------------------------------
@@ -168,6 +196,52 @@ store.shutdown()
 print(json.dumps({"answers": answers}))
 """
 
+_EVERY_PAGE = """
+import json, os, sys
+from rmqstore.checkpoint import StoreCheckpoint
+from rmqstore.errors import StoreError
+from rmqstore.index_file import IndexFile
+from rmqstore.mapped_file import MappedFile
+
+root, filler, kind = sys.argv[1], sys.argv[2], sys.argv[3]
+for d in ("commitlog", "consumequeue/T/0", "index"):
+    os.makedirs(os.path.join(root, d))
+sparse = os.path.join(root, "consumequeue/T/0", "0" * 20)
+with open(sparse, "wb") as f:
+    f.truncate(6000)  # an existing sparse file (RocketMQ makes its files so)
+open_as_the_store_does = {
+    "segment": lambda: MappedFile(os.path.join(root, "commitlog", "0" * 20), 65536),
+    "sparse segment": lambda: MappedFile(sparse, 6000),
+    "checkpoint": lambda: StoreCheckpoint(os.path.join(root, "checkpoint")),
+    # 100 slots: header and slots end at byte 440, the first entries follow in the same page
+    "index file": lambda: IndexFile(os.path.join(root, "index", "20260101000000000"), 100, 400)}
+mapped = open_as_the_store_does[kind]()
+# the disk full to its last block: any write that needs one fails from now on
+with open(filler, "wb", buffering=0) as f:
+    for chunk in (1 << 20, 1 << 16, 1 << 12, 1 << 10, 1):
+        try:
+            while True:
+                f.write(b"f" * chunk)
+        except OSError:
+            pass
+# every byte the store may write without asking for room first
+keys, refused = 0, ""
+if kind in ("segment", "sparse segment"):
+    mapped.mapped[:] = b"\\1" * mapped.file_size
+    mapped.flush(0)
+elif kind == "checkpoint":
+    mapped.physic_msg_timestamp = mapped.logics_msg_timestamp = mapped.index_msg_timestamp = 1
+    mapped.flush()
+else:
+    try:
+        while mapped.put_key(f"k{keys}", 1000 + keys, 1_800_000_000_000):
+            keys += 1
+    except StoreError as exc:  # room for the next entries could not be reserved: an answer
+        refused = str(exc)
+print(json.dumps({"keys": keys, "refused": refused}))
+"""
+
+
 _KEYS = _COMMON + """
 root, mode, sizes = sys.argv[1], sys.argv[2], sys.argv[3]
 store = open_store(root, config=config(mode, sizes))
@@ -178,15 +252,28 @@ print(json.dumps({"missing": missing}))
 """
 
 
+def _fill(mnt, room: int):
+    """A file that leaves ``room`` bytes of the disk free (the disks' free space differs: ext4 keeps
+    a journal and inode tables); removing it gives its space back."""
+    filler = mnt / "filler"
+    st = os.statvfs(mnt)
+    size = st.f_bavail * st.f_frsize - room  # (ext4 keeps blocks back for itself: not available)
+    assert size >= 1 << 20, f"the disk has {st.f_bavail * st.f_frsize} bytes free, too few to leave {room}"
+    with open(filler, "wb") as f:
+        f.write(b"f" * size)
+        os.fsync(f.fileno())
+    return filler
+
+
 def _run(code: str, *args, stdin: str = "") -> dict:
-    r = subprocess.run([sys.executable, "-c", code, *map(str, args)], input=stdin, capture_output=True,
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code, *map(str, args)], input=stdin, capture_output=True,
                        text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode == 0, f"exit {r.returncode} (-7 is SIGBUS)\n{r.stderr[-3000:]}"
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def _verify(root) -> subprocess.CompletedProcess:
-    r = subprocess.run([sys.executable, "-m", "rmqstore.cli", "verify", str(root)], capture_output=True,
+    r = subprocess.run([sys.executable, "-X", "faulthandler", "-m", "rmqstore.cli", "verify", str(root)], capture_output=True,
                        text=True, timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
     assert r.returncode in (0, 1), f"verify died: exit {r.returncode} (-7 is SIGBUS)\n{r.stderr[-3000:]}"
     return r
@@ -205,8 +292,7 @@ def _assert_full_disk_answers(out: dict, mnt, statuses) -> None:
 def test_full_disk_answers_keeps_every_acknowledged_put_and_recovers(small_disk, mode):
     mnt = small_disk
     root = mnt / "store"
-    filler = mnt / "filler"
-    filler.write_bytes(b"f" * (3 << 20))  # room to give back later
+    filler = _fill(mnt, 9 << 19)  # 4.5 MiB left; the rest is room to give back later
     sizes, queues = "{}", 4
     out = _run(_WRITER, root, mode, sizes, queues, 0, 10_000)
     # (the commitlog usually meets the full disk first; an index file growing at the same time may)
@@ -237,11 +323,23 @@ def test_full_disk_answers_keeps_every_acknowledged_put_and_recovers(small_disk,
     assert read["missing_or_wrong"] == []
 
 
+@pytest.mark.parametrize("kind", ["segment", "sparse segment", "checkpoint", "index file"])
+def test_every_file_written_through_a_mapping_has_its_blocks_before_the_first_write(small_disk, kind):
+    """On a disk full to its last block, writing what a file of each kind holds room for -- a new and an
+    existing sparse segment, the checkpoint, an index file's entries up to what was reserved -- is never
+    a signal (a page without a block is a SIGBUS when written through a mapping; the index file's
+    header and 100 slots end inside a page, whose rest must have its blocks too)."""
+    out = _run(_EVERY_PAGE, small_disk / "store", small_disk / "filler", kind)
+    if kind == "index file":
+        assert out["keys"] > 0, out
+    if out["refused"]:  # the index asked for more room: a StoreError naming the full disk
+        assert "No space left on device" in out["refused"] and str(small_disk) in out["refused"], out
+
+
 @pytest.mark.parametrize("mode", ["sync", "pool"])
 def test_puts_resume_when_space_returns_while_the_store_runs(small_disk, mode):
     """A failed file creation is tried again by the next put (the allocate service forgets the failure)."""
-    filler = small_disk / "filler"
-    filler.write_bytes(b"f" * (1 << 20))
+    filler = _fill(small_disk, 5 << 20)
     out = _run(_RESUME, small_disk / "store", mode, filler)
     answers = out["answers"]
     statuses = [status for status, _ in answers]
@@ -257,19 +355,18 @@ def test_puts_resume_when_space_returns_while_the_store_runs(small_disk, mode):
     assert len(answers) == 4, detail
 
 
-@pytest.mark.parametrize("what, sizes, queues, filler_size", [
+@pytest.mark.parametrize("what, sizes, queues, room", [
     # every queue's first file takes 0.5 MB: the disk fills with queues
-    ("consume queue", {"mapped_file_size_consume_queue": 512_000}, 40, 2 << 20),
+    ("consume queue", {"mapped_file_size_consume_queue": 512_000}, 40, 4 << 20),
     # 100 keys a message: index entries take 2 kB a message and fill the disk
-    ("index file", {"max_index_num": 400_000, "keys_per_message": 100}, 1, 23 << 18),
+    ("index file", {"max_index_num": 400_000, "keys_per_message": 100}, 1, 9 << 18),
 ])
 def test_dispatch_that_meets_the_full_disk_stops_puts_and_resumes_after_reopen(small_disk, what, sizes, queues,
-                                                                               filler_size):
+                                                                               room):
     """The dispatch thread meets the full disk first: the store becomes not writeable, nothing is skipped."""
     mnt = small_disk
     root = mnt / "store"
-    filler = mnt / "filler"
-    filler.write_bytes(b"f" * filler_size)
+    filler = _fill(mnt, room)
     sizes = json.dumps(sizes)
     out = _run(_WRITER, root, "async", sizes, queues, 0, 180, 0.005)
     _assert_full_disk_answers(out, mnt, {"SERVICE_NOT_AVAILABLE"})
