@@ -31,6 +31,7 @@ from .namesrv import NameServer
 from .offsets import ConsumerOffsetManager
 from .pull import PullMessageProcessor
 from .queries import OffsetQueries
+from .rebalance_lock import RebalanceLockProcessor
 from .registration import NamesrvRegistration, clamped_register_period
 from .retry import SendMessageBackProcessor
 from .schedule import ScheduleMessageService
@@ -95,8 +96,9 @@ class Broker:
         self.send_back_processor = SendMessageBackProcessor(self)
         self.schedule_service = ScheduleMessageService(self)
         self.transaction_service = TransactionService(self)
+        self.rebalance_locks = RebalanceLockProcessor()
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
-                     self.transaction_service, OffsetQueries(self)):
+                     self.transaction_service, OffsetQueries(self), self.rebalance_locks):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
         period = register_period or clamped_register_period(self.config.register_name_server_period)
