@@ -273,8 +273,8 @@ class CommitLog:
             level = msg.delay_time_level
             if level > 0:
                 pmap = string_to_properties(props)
-                if WAIT not in pmap:  # the broker strips WAIT=true from the string but keeps it in the map
-                    pmap[WAIT] = "true"
+                if WAIT not in pmap and msg.wait_in_map is not None:  # the map's WAIT, out of the text
+                    pmap[WAIT] = msg.wait_in_map
                 if level > self.max_delay_level:
                     level = self.max_delay_level
                     pmap[DELAY] = str(level)

@@ -57,6 +57,12 @@ class Message:
     #: the DELAY property was cleared from the properties *map* while the stored text keeps it
     #: (a ScheduleMessageService delivery, as RocketMQ 4.9.8 stores one): no delay rewrite
     delay_cleared: bool = False
+    #: the WAIT value the properties *map* holds while the stored text lacks it: RocketMQ 4.9.8's send
+    #: path takes WAIT out of the text (9 bytes a message) and puts it back in the map, and a delay
+    #: rewrite stores the map, so the value comes back there. "true" (what a producer's message carries)
+    #: unless the sender says otherwise; None when the client sent no WAIT at all (ConsumeOrderly's
+    #: send-back copies the consumed message's properties, which have none)
+    wait_in_map: str | None = "true"
     _props_map: JavaHashMap | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):

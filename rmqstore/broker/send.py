@@ -12,7 +12,9 @@ go the same way:
    writable queue.  A retry topic (``%RETRY%group``) whose message has been reconsumed
    ``maxReconsumeTimes`` times goes to the group's dead-letter topic ``%DLQ%group``.
 2. **the inner message**: the header's properties plus CLUSTER (the broker's cluster), WAIT
-   dropped from the stored text (9 bytes saved per message, as 4.9.8 does); born host is the
+   dropped from the stored text (9 bytes saved per message, as 4.9.8 does) but kept with the
+   message (:attr:`Message.wait_in_map`: 4.9.8 keeps it in the properties map, so a delayed
+   message's record has it back -- or has none, when the client sent none); born host is the
    connection's peer address, store host the broker's own.
 3. **the put**: :meth:`MessageStore.async_put_message` -- the append happens at once; with
    SYNC_FLUSH (or SYNC_MASTER) the future is completed by the group commit (or the replica
@@ -174,19 +176,21 @@ class SendMessageProcessor:
         return dlq, 0
 
     # -- the inner message -----------------------------------------------------------------------
-    def _properties(self, text: str) -> str:
+    def _properties(self, text: str) -> tuple[str, str | None]:
+        """The stored properties text, and the WAIT value taken out of it (None: the client sent none)."""
         props = string_to_properties(text)
         props[CLUSTER] = self.broker.config.broker_cluster_name
-        props.pop(WAIT, None)
-        return properties_to_string(props)
+        wait = props.pop(WAIT, None)
+        return properties_to_string(props), wait
 
     async def _send_one(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
         props_text = h.str("properties", "")
         topic, queue_id = self._retry_or_dlq(h, topic, queue_id, req)
+        properties, wait = self._properties(props_text)
         msg = Message(topic=topic, body=req.body, queue_id=queue_id, flag=h.int("flag", bits=32),
-                      properties=self._properties(props_text), sys_flag=h.int("sysFlag", bits=32),
+                      properties=properties, sys_flag=h.int("sysFlag", bits=32),
                       born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
-                      reconsume_times=h.int("reconsumeTimes", 0, 32))
+                      reconsume_times=h.int("reconsumeTimes", 0, 32), wait_in_map=wait)
         half = msg.get_property(TRANSACTION_PREPARED) == "true"
         if half:
             msg = half_message(msg)  # parked in the half topic until END_TRANSACTION (.transaction)
@@ -205,7 +209,7 @@ class SendMessageProcessor:
         except BatchBodyError as exc:
             raise _Refused(ResponseCode.MESSAGE_ILLEGAL, str(exc)) from None
         batch = MessageBatch(topic=topic, items=items, queue_id=queue_id, sys_flag=h.int("sysFlag", bits=32),
-                             properties=self._properties(h.str("properties", "")),
+                             properties=self._properties(h.str("properties", ""))[0],
                              born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
                              reconsume_times=h.int("reconsumeTimes", 0, 32))
         if self.tracer is not None:
