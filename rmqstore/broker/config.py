@@ -37,6 +37,8 @@ class BrokerConfig:
     store_path_root_dir: str = ""
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    trace_topic_enable: bool = False  # create msgTraceTopicName at start (TopicConfigManager), for client traces
+    msg_trace_topic_name: str = "RMQ_SYS_TRACE_TOPIC"
     broker_permission: int = 6
     default_topic_queue_nums: int = 8
     auto_create_topic_enable: bool = True

@@ -126,6 +126,8 @@ class TopicConfigManager(ConfigTable):
         self.table[bc.broker_name] = TopicConfig(bc.broker_name, 1, 1, perm | PERM_READ | PERM_WRITE)
         self.table[OFFSET_MOVED_EVENT] = TopicConfig(OFFSET_MOVED_EVENT, 1, 1)
         self.table[SCHEDULE_TOPIC] = TopicConfig(SCHEDULE_TOPIC, self.delay_levels, self.delay_levels)
+        if bc.trace_topic_enable:  # where clients with message trace on write their records
+            self.table[bc.msg_trace_topic_name] = TopicConfig(bc.msg_trace_topic_name, 1, 1)
         reply = bc.broker_cluster_name + "_REPLY_TOPIC"
         self.table[reply] = TopicConfig(reply, 1, 1)
 
