@@ -15,18 +15,18 @@ A put never waits for a pre-fault.  Faulting a file's pages in (``MappedFile.pre
 ours: it saves each put its page faults) takes a second or more for 1 GiB, so a file is
 ready -- handed to the put that asked for it -- as soon as it is created, reserved and
 mapped (milliseconds).  Its pages are faulted in afterwards, on this service's thread, a
-slice (:data:`PRE_FAULT_SLICE`) at a time from the file's write position on, never more
-than :data:`PRE_FAULT_AHEAD` ahead of the log's writes (a cold store's first file gets its
-first window before its first put; a file made ahead gets its pages once the writes come
-near the end of the one before it): the work follows the puts instead of
-taking a core for seconds while a cold broker answers its first sends (and the flush
-service writes back a window of dirty zero pages, not the whole file).  The service looks
-at the write position every few milliseconds while the writes move, less often while they
-pause; a file to create always goes before the next slice.  Faulting in a page a put
-already wrote changes nothing (``MADV_POPULATE_WRITE`` writes no byte), so the two may
-meet.  Not with SYNC_FLUSH (see :meth:`_pre_faults`), nor with a write buffer.  RocketMQ's
-own ``warmMappedFile`` (``warm_mapped_file_enable``, off by default) writes zeros, so it
-still runs before the file is handed out, as there.
+slice (:data:`PRE_FAULT_SLICE`) at a time from the write position on, never more than
+:data:`PRE_FAULT_AHEAD` ahead of the log's writes: a cold store's first file gets its first
+window before its first put, a file made ahead gets its pages once the writes near the end
+of the one before it.  So the work follows the puts instead of taking a core for seconds
+while a cold broker answers its first sends, and the flush service writes back a window of
+dirty zero pages, not a whole file.  The service looks at the write position every few
+milliseconds while the writes move, less often while they pause; a file to create always
+goes before the next slice.  Faulting in a page a put already wrote changes nothing
+(``MADV_POPULATE_WRITE`` writes no byte), so the two may meet.  Not with SYNC_FLUSH (see
+``_pre_faults``), nor with a write buffer.  RocketMQ's own ``warmMappedFile``
+(``warm_mapped_file_enable``, off by default) writes zeros, so it still runs before the
+file is handed out, as there.
 
 A caller that must not wait.  An async put's caller is a broker's event loop, which must
 go on answering every other connection.  Inside :meth:`AllocateMappedFileService.without_waiting`
@@ -127,7 +127,7 @@ class AllocateRequest:
 
 
 class _PreFault:
-    """A handed-out file whose pages are faulted in ahead of its writes, up to :data:`PRE_FAULT_AHEAD`."""
+    """A new commitlog file whose pages are faulted in ahead of the writes (see ``_due_fault``)."""
 
     __slots__ = ("mapped_file", "position")
 
@@ -169,7 +169,7 @@ class AllocateMappedFileService:
         self._table: dict[str, AllocateRequest] = {}
         self._queue: list = []
         self._seq = itertools.count()
-        #: files handed out whose pages are still to fault in
+        #: new files whose pages are still to fault in, in the log's order
         self._faults: collections.deque[_PreFault] = collections.deque()
         self._poll = PRE_FAULT_POLL[0]  # how long to wait before looking at the write positions again
         self._cput = native.module("_cput", config.native)
@@ -255,8 +255,8 @@ class AllocateMappedFileService:
                 return None
             req = self._table[next_path]
         if self._no_wait.active and not req.done.is_set():
-            self._no_wait.declined = True  # (the caller finishes its put where it may wait)
-            self.last_failure = f"{req.file_path} is not made yet"
+            # (the caller finishes its put where it may wait: no failure to report, last_failure untouched)
+            self._no_wait.declined = True
             return None
         if not req.done.wait(self.wait_timeout):
             log.warning("create mmap timeout %s %d", req.file_path, req.file_size)
@@ -327,7 +327,7 @@ class AllocateMappedFileService:
         return None
 
     def _pre_faults(self, mf: MappedFile) -> bool:
-        """Whether a handed-out file's pages are faulted in ahead of the writes."""
+        """Whether a new file's pages are faulted in ahead of the writes."""
         cfg = self.config
         # (not with SYNC_FLUSH: the pre-faulted pages are dirty zeros, and the group commit's first
         # fdatasync of the file would write all of them while every waiting put waits -- 170 ms
