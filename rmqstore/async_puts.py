@@ -6,6 +6,13 @@ request handed to those services with a callback, and the last answer completes 
 future.  So one flush (or one ack) answers a whole group of async puts, and no thread
 waits per put.  :class:`AsyncPuts` counts the puts in flight so a shutdown waits until
 each has its answer; :class:`PutWait` is one put's wait.
+
+The put lane.  The caller of an async put (a broker's event loop) must not wait for a
+commitlog file either: a put that needs a file the allocate service has not made yet is
+declined in the caller's thread (``AllocateMappedFileService.without_waiting``) and finished
+on the lane, one thread of its own that may wait.  While the lane holds puts, later async
+puts go there too, behind them, so puts are appended in the order they were made and the
+caller never meets the put lock held by a put waiting for its file.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import logging
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from time import perf_counter as _perf
 
 from .config import BrokerRole
@@ -61,6 +69,9 @@ class AsyncPuts:
         self._closed = False
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._lane: ThreadPoolExecutor | None = None
+        self._lane_in = itertools.count()  # puts handed to the lane
+        self._lane_out = itertools.count()  # ... and appended there
 
     def begin(self) -> bool:
         if self._closed:
@@ -91,6 +102,34 @@ class AsyncPuts:
 
         return pool.submit(run)
 
+    @property
+    def lane_busy(self) -> bool:
+        """Puts are on the lane, not yet appended: a later put goes behind them."""
+        return _count_value(self._lane_in) != _count_value(self._lane_out)
+
+    def run_in_lane(self, append, *args) -> Future:
+        """``append(*args)`` -- which appends a put (counted by :meth:`begin`) and answers the future of
+        its result -- on the lane, after the puts already there; the answer is that future's."""
+        with self._pool_lock:
+            if self._lane is None:
+                self._lane = ThreadPoolExecutor(max_workers=1, thread_name_prefix="put-lane")
+            lane = self._lane
+        answer: Future = Future()
+        next(self._lane_in)
+
+        def run():
+            try:
+                inner = append(*args)
+            except BaseException as exc:
+                next(self._lane_out)
+                answer.set_exception(exc)
+                return
+            next(self._lane_out)
+            inner.add_done_callback(partial(_pass_on, answer))
+
+        lane.submit(run)
+        return answer
+
     def shutdown(self, wait: bool = True, timeout: float = 60.0) -> None:
         self._closed = True
         deadline = time.monotonic() + timeout
@@ -100,9 +139,19 @@ class AsyncPuts:
                 break
             time.sleep(0.001)
         with self._pool_lock:
-            pool = self._pool
-        if pool is not None:
-            pool.shutdown(wait=wait)
+            pools = (self._pool, self._lane)
+        for pool in pools:
+            if pool is not None:
+                pool.shutdown(wait=wait)
+
+
+def _pass_on(answer: Future, done: Future) -> None:
+    """Complete ``answer`` as ``done`` was completed."""
+    exc = done.exception()
+    if exc is not None:
+        answer.set_exception(exc)
+    else:
+        answer.set_result(done.result())
 
 
 def _count_value(counter: itertools.count) -> int:

@@ -390,12 +390,14 @@ class MappedFile:
         return self.mapped[pos:pos + size]
 
     # -- warm-up -------------------------------------------------------------------
-    def pre_fault(self, cput=None) -> bool:
-        """Fault every page in writable, in one ``madvise(MADV_POPULATE_WRITE)`` call.
+    def pre_fault(self, cput=None, start: int = 0, end: int | None = None) -> bool:
+        """Fault the pages of ``[start, end)`` (default: every page) in writable, in one
+        ``madvise(MADV_POPULATE_WRITE)`` call; ``start`` is a multiple of the page size.
 
         A first write to each 4 KiB page of a fresh sparse file costs a page fault
         (about 1.5 us per 1 KiB put measured here, a third of a put); the allocate
-        service pays it ahead of time on its own thread.  False where the kernel lacks it.
+        service pays it on its own thread, a slice at a time ahead of the writes (see
+        :mod:`rmqstore.allocate`).  False where the kernel lacks it.
         ``cput``: the compiled put module, whose ``pre_fault`` makes the same call with the
         GIL released (``mmap.madvise`` holds it for the tens of milliseconds 64 MiB take).
 
@@ -404,10 +406,12 @@ class MappedFile:
         background work; a group commit would make its waiting puts wait for it (170 ms for
         64 MiB here), so the allocate service does not pre-fault under SYNC_FLUSH.
         """
+        end = self.file_size if end is None else end
         if cput is not None:
-            return cput.pre_fault(self.mapped)
+            with memoryview(self.mapped) as whole, whole[start:end] as pages:
+                return cput.pre_fault(pages)
         try:
-            self.mapped.madvise(_MADV_POPULATE_WRITE)
+            self.mapped.madvise(_MADV_POPULATE_WRITE, start, end - start)
             return True
         except (OSError, ValueError, AttributeError):
             return False

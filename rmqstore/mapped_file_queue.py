@@ -94,29 +94,58 @@ class MappedFileQueue:
         last = files[-1] if files else None
         if start_offset is None:
             return last
-        create_offset = -1
-        if last is None:
-            create_offset = start_offset - start_offset % self.mapped_file_size
-        elif last.is_full():
-            create_offset = last.file_from_offset + self.mapped_file_size
+        create_offset = self._create_offset(last, start_offset)
         if create_offset != -1 and need_create:
             return self._create(create_offset, first=last is None)
         return last
 
-    def _create(self, create_offset: int, first: bool) -> MappedFile | None:
-        if self.read_only:
-            return None
-        next_path = os.path.join(self.store_path, offset_to_file_name(create_offset))
-        next_next = os.path.join(self.store_path, offset_to_file_name(create_offset + self.mapped_file_size))
+    def _create_offset(self, last: MappedFile | None, start_offset: int) -> int:
+        """Where the file to append to must be created (-1: the last file has room)."""
+        if last is None:
+            return start_offset - start_offset % self.mapped_file_size
+        if last.is_full():
+            return last.file_from_offset + self.mapped_file_size
+        return -1
+
+    def _path(self, offset: int) -> str:
+        return os.path.join(self.store_path, offset_to_file_name(offset))
+
+    def request_files_ahead(self, start_offset: int = 0) -> None:
+        """Ask the allocate service, without waiting, for the files ``get_last_mapped_file(start_offset)``
+        would ask for -- the file to append to and the one after it -- or, while the last file has room,
+        for the one after it: a started store's first put (or next rollover) then finds its file made."""
+        if self.allocate_service is None or self.read_only or not self._make_folder():
+            return
+        files = self.mapped_files
+        last = files[-1] if files else None
+        create_offset = self._create_offset(last, start_offset)
+        if create_offset == -1 and last is not None:
+            self.allocate_service.request_ahead(self._path(last.file_from_offset + self.mapped_file_size), None,
+                                                self.mapped_file_size)
+        else:
+            self.allocate_service.request_ahead(self._path(create_offset),
+                                                self._path(create_offset + self.mapped_file_size),
+                                                self.mapped_file_size)
+
+    def _make_folder(self) -> bool:
         try:
             os.makedirs(self.store_path, exist_ok=True)
         except OSError as exc:  # answered as CREATE_MAPEDFILE_FAILED, not raised into the put
             log.error("create folder %s failed: %s", self.store_path, exc)
             self.create_error = f"cannot create folder {self.store_path}: {disk_problem(self.store_path, exc)}"
-            return None
+            return False
         except ValueError as exc:  # a name no file system takes: a NUL byte in a topic of a damaged log
             log.error("create folder %r failed: %s", self.store_path, exc)
             self.create_error = f"cannot create folder {self.store_path!r}: {exc}"
+            return False
+        return True
+
+    def _create(self, create_offset: int, first: bool) -> MappedFile | None:
+        if self.read_only:
+            return None
+        next_path = self._path(create_offset)
+        next_next = self._path(create_offset + self.mapped_file_size)
+        if not self._make_folder():
             return None
         if self.allocate_service is not None:
             mf = self.allocate_service.put_request_and_return_mapped_file(

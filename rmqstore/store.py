@@ -232,6 +232,9 @@ class MessageStore(PutPath, StoreLock):
             self.transient_store_pool.init()
         self.allocate_service.start()
         cfg = self.config
+        if cfg.broker_role is not BrokerRole.SLAVE:  # (a slave's files follow its master's offsets)
+            # the file the first put needs, made before it comes (rmqstore.allocate)
+            self.commit_log.mapped_file_queue.request_files_ahead()
 
         def on_flushed(ts):
             self.checkpoint.physic_msg_timestamp = ts

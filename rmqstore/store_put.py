@@ -21,6 +21,9 @@ wake-up and the counting; whatever it declines runs here, unchanged.
 The async forms append in the caller's thread and hand the wait to the services: the
 flush and replica requests carry a callback that completes the put's future, so one flush
 (or one slave ack) completes a whole group of async puts and no thread waits per put.
+Nor does the caller (a broker's event loop) wait for a commitlog file: a put that needs one
+the allocate service has not made yet goes on on the put lane, and the async puts after it
+follow it there until the lane is empty (:mod:`rmqstore.async_puts`).
 :class:`PutPath` is a mixin of :class:`~rmqstore.store.MessageStore`; the attributes it
 reads are declared on it.
 """
@@ -33,6 +36,7 @@ from typing import Any, Callable
 from concurrent.futures import Future
 from time import perf_counter as _perf
 
+from .allocate import AllocateMappedFileService
 from .config import BrokerRole, FlushDiskType
 from .dispatch import ReputMessageService
 from .errors import StoreStateError
@@ -136,6 +140,7 @@ class PutPath(PutChecks):
     _putter: Any
     _async_putter: Any  # the compiled append of the async puts (rmqstore.native_put.make_putter)
     _async_pool_lock: threading.Lock
+    allocate_service: AllocateMappedFileService
 
     def put_message(self, msg: Message) -> PutMessageResult:
         """Put one message and wait for what the configuration promises (sync flush, slave).
@@ -228,7 +233,9 @@ class PutPath(PutChecks):
         # RocketMQ's design: check and append here, then hand the wait to the flush (and replica)
         # services as requests whose answer completes the future -- one flush completes a whole
         # group, and no thread waits per put.  With a tracer the put runs whole on a small pool,
-        # so the trace shows the same stages as a synchronous put.
+        # so the trace shows the same stages as a synchronous put.  A put that would wait for a
+        # commitlog file here goes to the put lane instead, and so do the puts after it while the
+        # lane holds any (they keep their order; the caller never waits for a file).
         puts = self._async_pool
         if puts is None and not self.shutdown_flag:
             with self._async_pool_lock:  # shutdown() takes it too: nothing is made after it looked
@@ -239,15 +246,27 @@ class PutPath(PutChecks):
             return done_future(self._put(item, check, append))
         if self.commit_log.tracer is not None:
             return puts.run_on_pool(self._put, item, check, append)
+        if puts.lane_busy:  # puts before this one wait there for their file: it goes behind them
+            return puts.run_in_lane(self._append_async, puts, item, check, append, fast, _perf(), True)
+        return self._append_async(puts, item, check, append, fast, _perf(), False)
+
+    def _append_async(self, puts: AsyncPuts, item, check, append, fast, begin: float, may_wait: bool) -> Future:
+        """Check and append an async put (counted by ``puts.begin``), then hand its waits to the services.
+
+        Unless ``may_wait`` (on the put lane), a put that needs a commitlog file the allocate
+        service has not made yet does not wait for it here: it goes on on the lane (:mod:`.async_puts`).
+        """
         wait = None
+        handed = False
         try:
-            begin = _perf()
-            # the compiled append (checks + append, nothing else) when it takes the item; else the pure one
-            result = fast(item) if fast is not None else None
-            if result is None:
-                result = self.check_store_status() or check(item)  # a refusal, or None: append
-                if result is None:
-                    result = append(item)
+            if may_wait:
+                result = self._append_now(item, check, append, fast)
+            else:
+                with self.allocate_service.without_waiting() as attempt:
+                    result = self._append_now(item, check, append, fast)
+                if attempt.declined and result.status is PutMessageStatus.CREATE_MAPEDFILE_FAILED:
+                    handed = True  # nothing of it was written (a blank ending a full file at most)
+                    return puts.run_in_lane(self._append_async, puts, item, check, append, fast, begin, True)
             if result.status is _PUT_OK:
                 wait = PutWait(self, puts, item, result, begin)
                 if wait.submit():
@@ -256,9 +275,18 @@ class PutPath(PutChecks):
                               (_perf() - begin) * 1000,
                               result.append_result.msg_num if result.status is _PUT_OK else 1)
         finally:
-            if wait is None or not wait.submitted:
+            if not handed and (wait is None or not wait.submitted):
                 puts.end()
         return done_future(result)
+
+    def _append_now(self, item, check, append, fast) -> PutMessageResult:
+        # the compiled append (checks + append, nothing else) when it takes the item; else the pure one
+        result = fast(item) if fast is not None else None
+        if result is None:
+            result = self.check_store_status() or check(item)  # a refusal, or None: append
+            if result is None:
+                result = append(item)
+        return result
 
     def _submit_flush(self, result: PutMessageResult, msg, tr, on_done=None) -> GroupCommitRequest | None:
         """RocketMQ's handleDiskFlush, up to the wait: a group-commit request, or None (a wake-up)."""

@@ -18,7 +18,10 @@ go the same way:
    connection's peer address, store host the broker's own.
 3. **the put**: :meth:`MessageStore.async_put_message` -- the append happens at once; with
    SYNC_FLUSH (or SYNC_MASTER) the future is completed by the group commit (or the replica
-   service) while the event loop serves other connections, no thread waiting per put -- and
+   service) while the event loop serves other connections, no thread waiting per put; a put
+   whose commitlog file the allocate service has not made yet (a cold broker's first, or files
+   rolling faster than they are made) is appended on the store's put lane, never waited for
+   on the loop (:mod:`rmqstore.async_puts`) -- and
    the store's :class:`PutMessageStatus` mapped to a response
    code, with msgId, queueId and queueOffset in the response header.  The body and properties
    limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:

@@ -122,11 +122,12 @@ def test_a_folder_name_no_file_system_takes_is_a_create_failure_not_a_crash(tmp_
 def test_the_allocate_service_pre_faults_new_commitlog_files_unless_sync_flush(tmp_path, monkeypatch, flush,
                                                                                pre_faulted):
     """Pre-faulted pages are dirty zeros: under SYNC_FLUSH the group commit's next fdatasync would
-    write the whole file back while the puts wait, so the service leaves the file sparse there."""
+    write the whole file back while the puts wait, so the service leaves the file sparse there.
+    (Otherwise a file is faulted in after it was handed out, on the service's thread.)"""
     calls = []
     real = MappedFile.pre_fault
-    monkeypatch.setattr(MappedFile, "pre_fault", lambda self, cput=None: calls.append(self.file_name) or
-                        real(self, cput))
+    monkeypatch.setattr(MappedFile, "pre_fault", lambda self, *args: calls.append(self.file_name) or
+                        real(self, *args))
     cfg = StoreConfig(mapped_file_size_commit_log=1 << 20, flush_disk_type=flush)
     svc = AllocateMappedFileService(cfg)
     svc.start()
@@ -136,6 +137,9 @@ def test_the_allocate_service_pre_faults_new_commitlog_files_unless_sync_flush(t
         made.append(svc.put_request_and_return_mapped_file(names[0], names[1], 1 << 20))
         made.append(svc.put_request_and_return_mapped_file(names[1], names[2], 1 << 20))  # made ahead
         assert all(mf is not None for mf in made)
+        deadline = time.monotonic() + 20
+        while pre_faulted and not set(names[:2]) <= set(calls) and time.monotonic() < deadline:
+            time.sleep(0.005)
     finally:
         svc.shutdown()
         for mf in made:
