@@ -170,6 +170,16 @@ def reserve_space(fd: int, path: str, size: int, offset: int = 0) -> None:
         raise
 
 
+def _pwrite_fully(fd: int, data: memoryview, offset: int) -> None:
+    """``pwrite`` all of ``data`` at ``offset``, again after a short write; an error raises."""
+    done = 0
+    while done < len(data):
+        n = os.pwrite(fd, data[done:], offset + done)
+        if n <= 0:
+            raise OSError(errno.EIO, f"pwrite wrote nothing at offset {offset + done}")
+        done += n
+
+
 class SelectMappedBufferResult:
     """A read-only view of part of a mapped file; ``release()`` it when done."""
 
@@ -333,14 +343,24 @@ class MappedFile:
         return self.committed_position
 
     def _commit0(self) -> None:
+        """Copy ``[committed, wrote)`` into the file, the range's first 8 bytes last.
+
+        A kill can end a ``pwrite`` after any whole page (a short write), and the body CRC does not
+        cover a record's topic and properties: written in one go, a cut could leave a record whose
+        head and body arrived and whose properties are zeros, which recovery takes for whole.  The
+        range starts at a record's head, so everything after its size and magic goes first and those
+        8 bytes last: cut anywhere, the file holds either the whole range or, at its start, the
+        zeros of a fresh file -- the end of the log, as if this commit never began (its puts were
+        acknowledged from the pool's buffer; those not committed die with the process, as in
+        RocketMQ).  A short write that is not a kill is finished, never taken for whole.
+        """
         write_pos = self.wrote_position
         last = self.committed_position
         if write_pos > last:
-            view = memoryview(self.write_buffer)[last:write_pos]
-            try:
-                os.pwrite(self._fd, view, last)
-            finally:
-                view.release()
+            head_end = min(last + 8, write_pos)
+            with memoryview(self.write_buffer) as view:
+                _pwrite_fully(self._fd, view[head_end:write_pos], head_end)
+                _pwrite_fully(self._fd, view[last:head_end], last)
             self.committed_position = write_pos
 
     def flush(self, least_pages: int) -> int:

@@ -187,3 +187,99 @@ def test_a_put_writes_its_record_finished_in_one_copy(tmp_path):
         rec = decode_record(f.bytes, 100, check_crc=True)
         assert (rec.physical_offset, rec.queue_offset, rec.store_timestamp) == (65636, 41, BASE_TS + 123)
         assert (result.wrote_offset, result.logics_offset) == (65636, 41)
+
+
+def _pool_file(tmp_path):
+    from rmqstore.allocate import TransientStorePool
+    from rmqstore.mapped_file import MappedFile
+
+    pool = TransientStorePool(1, 65536)
+    pool.init()
+    return MappedFile(str(tmp_path / "00000000000000000000"), 65536, pool)
+
+
+def _append_records(mf, bodies_props):
+    """Encode records at the file's write position into its write buffer; their (offset, size)."""
+    from rmqstore.record import encode_message
+
+    out = []
+    for body, props in bodies_props:
+        pos = mf.wrote_position
+        data = encode_message(queue_id=0, flag=0, queue_offset=len(out), physical_offset=pos, sys_flag=0,
+                              born_timestamp=BASE_TS, born_host=("127.0.0.1", 1), store_timestamp=BASE_TS,
+                              store_host=("127.0.0.1", 2), reconsume_times=0, prepared_transaction_offset=0,
+                              body=body, topic="TornCommit", properties=props)
+        assert mf.append_bytes(data)
+        out.append((pos, len(data)))
+    return out
+
+
+def _walk_records(image: bytes) -> list[tuple[int, int]]:
+    from rmqstore.walk import step
+
+    found, pos = [], 0
+    while True:
+        s = step(image, pos, crc=True, strict=True)
+        if not s.is_record:
+            return found
+        found.append((pos, s.size))
+        pos += s.size
+
+
+def test_a_commit_a_kill_cuts_short_leaves_no_half_record(tmp_path, monkeypatch):
+    """With the transient store pool a commit copies ``[committed, wrote)`` of the write buffer into the
+    file.  A kill can end a ``pwrite`` after any whole page (a short write), so whatever prefix of the
+    commit's writes reached the file, a walk of it must find the records committed before and then
+    none or all of this commit's -- never a record whose head claims bytes that never came (the slow
+    crash loop met an acknowledged record with its properties turned to zeros: the body CRC does not
+    cover them)."""
+    import rmqstore.mapped_file as mapped_file
+
+    mf = _pool_file(tmp_path)
+    try:
+        before = _append_records(mf, [(b"a", "K\x01v"), (b"b", "K\x01w")])
+        mf.commit(0)
+        # properties of 2,000 bytes: a page boundary falls inside the second record's properties
+        new = _append_records(mf, [(b"x", "P\x01" + "p" * 2000)] * 3)
+        image = bytearray(os.pread(mf._fd, 65536, 0))
+        writes = []
+        real_pwrite = os.pwrite
+        monkeypatch.setattr(mapped_file.os, "pwrite", lambda fd, data, off: writes.append((off, bytes(data)))
+                            or len(data))
+        try:
+            mf.commit(0)
+        finally:
+            monkeypatch.setattr(mapped_file.os, "pwrite", real_pwrite)
+        assert writes and mf.committed_position == new[-1][0] + new[-1][1]
+        for i, (off, data) in enumerate(writes):
+            cuts = [k for k in range(len(data) + 1) if k in (0, len(data)) or (off + k) % 4096 == 0]
+            for k in cuts:
+                torn = bytearray(image)
+                for o, d in writes[:i]:
+                    torn[o:o + len(d)] = d
+                torn[off:off + k] = data[:k]
+                assert _walk_records(bytes(torn)) in (before, before + new), (i, off, k)
+    finally:
+        mf.shutdown()
+
+
+def test_a_short_commit_write_is_finished_not_taken_for_whole(tmp_path, monkeypatch):
+    """``pwrite`` may write fewer bytes than asked without an error (a signal, a nearly full disk): the
+    commit writes the rest before it moves the committed position."""
+    import rmqstore.mapped_file as mapped_file
+
+    mf = _pool_file(tmp_path)
+    try:
+        new = _append_records(mf, [(b"y" * 3000, "K\x01v")] * 4)
+        real_pwrite = os.pwrite
+        monkeypatch.setattr(mapped_file.os, "pwrite", lambda fd, data, off: real_pwrite(fd, bytes(data)[:1000], off))
+        try:
+            mf.commit(0)
+        finally:
+            monkeypatch.setattr(mapped_file.os, "pwrite", real_pwrite)
+        end = new[-1][0] + new[-1][1]
+        assert mf.committed_position == end
+        assert os.pread(mf._fd, end, 0) == bytes(mf.write_buffer[:end])
+        assert _walk_records(os.pread(mf._fd, 65536, 0)) == new
+    finally:
+        mf.shutdown()
