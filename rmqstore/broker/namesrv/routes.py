@@ -40,7 +40,8 @@ from ..jsonfmt import dumps
 from ..topics import PERM_READ, PERM_WRITE, TopicConfig
 
 __all__ = ["QueueData", "BrokerData", "BrokerLiveInfo", "RouteInfoManager", "DataVersion", "MASTER_ID",
-           "BROKER_CHANNEL_EXPIRED_TIME", "encode_route", "topic_list_body"]
+           "BROKER_CHANNEL_EXPIRED_TIME", "encode_route", "topic_list_body", "java_hash_order",
+           "java_string_hash"]
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,30 @@ class BrokerLiveInfo:
     broker_name: str = ""
     broker_id: int = 0
     address: str = ""
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (over UTF-16 code units), as an unsigned 32-bit number."""
+    h = 0
+    for unit in text.encode("utf-16-be").hex(" ", 2).split():
+        h = (31 * h + int(unit, 16)) & 0xFFFFFFFF
+    return h
+
+
+def java_hash_order(names) -> list[str]:
+    """``names`` in the order a Java ``HashMap``/``HashSet`` of them (default capacity, grown as filled)
+    iterates: by bucket, ``(h ^ h >>> 16) & (capacity - 1)``.  4.9.8 lists a route's queue and broker datas
+    in that order, and tools take the first broker data of a route as *the* broker of a topic
+    (``topicList -c``, ``topicClusterList``, ``queryTopicConsumeByWho``): the same order asks the same broker."""
+    names = list(names)
+    capacity = 16
+    while len(names) > capacity * 3 // 4:
+        capacity *= 2
+
+    def bucket(name: str) -> int:
+        h = java_string_hash(name)
+        return (h ^ (h >> 16)) & (capacity - 1)
+    return sorted(names, key=lambda n: (bucket(n), n))
 
 
 def topic_list_body(topics, broker_addr: str | None = None) -> bytes:
@@ -278,13 +303,14 @@ class RouteInfoManager:
         per_broker = self.topic_queue_table.get(topic)
         if not per_broker:
             return None
-        broker_datas = [self.broker_addr_table[n].to_json() for n in sorted(per_broker) if n in self.broker_addr_table]
+        names = java_hash_order(per_broker)
+        broker_datas = [self.broker_addr_table[n].to_json() for n in names if n in self.broker_addr_table]
         if not broker_datas:
             return None
         filters = {a: self.filter_server_table[a] for d in broker_datas for a in d["brokerAddrs"].values()
                    if a in self.filter_server_table}
         return {"brokerDatas": broker_datas, "filterServerTable": filters,
-                "queueDatas": [per_broker[n].to_json() for n in sorted(per_broker)]}
+                "queueDatas": [per_broker[n].to_json() for n in names]}
 
     def cluster_info_body(self) -> bytes:
         """ClusterInfo: ``brokerAddrTable`` and ``clusterAddrTable``."""
