@@ -19,6 +19,8 @@ import pytest
 
 from broker_support import BrokerThread, NamesrvThread
 from rmqstore.broker.jsonfmt import loads
+from rmqstore.broker.namesrv import RouteInfoManager
+from rmqstore.broker.topics import TopicConfig
 from rmqstore.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
@@ -240,3 +242,21 @@ def test_the_embedded_name_server_merges_another_brokers_registration(tmp_path):
             assert queues_of(p.route("NewOnA")[0]) == {"broker-a": (2, 2, 6)}
         finally:
             p.close()
+
+
+def test_a_silent_registration_expires_but_the_in_process_one_does_not():
+    """scanNotActiveBroker drops a connection's registration not renewed for 120 s, with its routes; the
+    embedded name server's own broker registers in-process (no connection) and stays."""
+    now = [0.0]
+    routes = RouteInfoManager(clock=lambda: now[0])
+    connection = object()
+    t = TopicConfig("T", 4, 4)
+    routes.register_broker("C", A0, "broker-a", 0, "", (1, 1), {"T": t}, [], None)
+    routes.register_broker("C", B0, "broker-b", 0, "", (1, 1), {"T": t}, [], connection)  # type: ignore[arg-type]
+    now[0] = 119.0
+    assert routes.scan_not_active_broker() == []
+    now[0] = 120.0
+    assert [live.address for live in routes.scan_not_active_broker()] == [B0]
+    assert [q["brokerName"] for q in routes.pickup_topic_route_data("T")["queueDatas"]] == ["broker-a"]
+    now[0] = 10_000.0
+    assert routes.scan_not_active_broker() == [] and list(routes.broker_live_table) == [A0]

@@ -265,9 +265,11 @@ class RouteInfoManager:
 
     def scan_not_active_broker(self) -> list[BrokerLiveInfo]:
         """``scanNotActiveBroker``: the registrations not renewed within the expiry go (their connections
-        are returned, for the caller to close)."""
+        are returned, for the caller to close).  An in-process registration (no connection) never expires:
+        its broker lives as long as the name server's process."""
         now = self.clock()
-        expired = [live for live in self.broker_live_table.values() if now - live.last_update >= self.expiry]
+        expired = [live for live in self.broker_live_table.values()
+                   if live.connection is not None and now - live.last_update >= self.expiry]
         for live in expired:
             log.warning("broker %s not renewed for %.0f s: removed", live.address, self.expiry)
             self._destroy(live.address)
