@@ -19,7 +19,7 @@ import pytest
 
 from broker_support import BrokerThread, NamesrvThread
 from rmqstore.broker.jsonfmt import loads
-from rmqstore.broker.namesrv import RouteInfoManager
+from rmqstore.broker.namesrv import RouteInfoManager, decode_register_body, encode_register_body
 from rmqstore.broker.topics import TopicConfig
 from rmqstore.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
@@ -260,3 +260,15 @@ def test_a_silent_registration_expires_but_the_in_process_one_does_not():
     assert [q["brokerName"] for q in routes.pickup_topic_route_data("T")["queueDatas"]] == ["broker-a"]
     now[0] = 10_000.0
     assert routes.scan_not_active_broker() == [] and list(routes.broker_live_table) == [A0]
+
+
+def test_our_register_body_reads_back_in_both_forms():
+    configs = {"T": TopicConfig("T", 3, 5, 6, topic_sys_flag=2), "U": TopicConfig("U", 1, 1, 2)}
+    version = {"counter": 7, "timestamp": 1700000000123}
+    plain = decode_register_body(encode_register_body(version, configs, False), False)
+    assert (plain.data_version, plain.topic_configs, plain.filter_servers) == ((7, 1700000000123), configs, [])
+    packed = decode_register_body(encode_register_body(version, configs, True), True)
+    assert packed.data_version == (7, 1700000000123)
+    # TopicConfig.encode() carries no system flag: 0 after the trip, as in 4.9.8
+    assert packed.topic_configs == {"T": TopicConfig("T", 3, 5, 6), "U": TopicConfig("U", 1, 1, 2)}
+    assert decode_register_body(compressed_body([topic("T", 3)]), True).topic_configs["T"].read_queue_nums == 3

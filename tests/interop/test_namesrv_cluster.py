@@ -27,7 +27,9 @@ import pytest
 
 from broker_support import BrokerThread, NamesrvThread
 from rmqstore.broker.jsonfmt import loads
+from rmqstore.broker.namesrv import encode_register_body
 from rmqstore.broker.topics import TopicConfig
+from rmqstore.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqstore.remoting.codes import MQVersion
 
@@ -270,3 +272,37 @@ def test_mqadmin_config_kv_write_perm_and_topic_deletion_on_our_name_servers_as_
     assert after["route_NsTopic"]["J"] == "broker-a:4:4:6,broker-b:4:4:6"
     assert after["delete_DelT_DefaultCluster"]["J"] == "deleted route=code=17"
     assert after["route_MixJ"]["J"] == "broker-a:4:4:6,broker-b:4:4:6"
+
+
+def test_apaches_name_server_reads_our_register_broker_body_plain_and_compressed(cluster):
+    """What our broker sends (namesrv.register_body, the body NamesrvRegistration sends; compressed as with
+    compressedRegister=true) is what 4.9.8's name server parses: the topics are routed."""
+    host, port = cluster.java_ns.rsplit(":", 1)
+    configs = {"ZPlain": TopicConfig("ZPlain", 3, 3), "ZPacked": TopicConfig("ZPacked", 5, 5, topic_sys_flag=1)}
+
+    async def register_and_ask(name: str, addr: str, compressed: bool, topic: str):
+        client = await RemotingClient().connect(host, int(port))
+        try:
+            body = encode_register_body({"counter": 1, "timestamp": 1}, {topic: configs[topic]}, compressed)
+            ident = {"brokerName": name, "brokerAddr": addr, "clusterName": "ZCluster", "brokerId": "0"}
+            req = RemotingCommand(RequestCode.REGISTER_BROKER, dict(ident, haServerAddr="", bodyCrc32=str(crc32(body)),
+                                                                    compressed=str(compressed).lower()), body)
+            req.version = MQVersion.V4_9_8
+            registered = await client.invoke(req)
+            route = RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+            route.version = MQVersion.V4_9_8
+            answer = await client.invoke(route)
+            await client.invoke(RemotingCommand(RequestCode.UNREGISTER_BROKER, ident))
+            return registered, answer
+        finally:
+            await client.close()
+    for name, addr, compressed, topic in (("broker-zp", "127.0.0.1:1", False, "ZPlain"),
+                                          ("broker-zc", "127.0.0.1:2", True, "ZPacked")):
+        registered, answer = cluster.broker_b.call(register_and_ask(name, addr, compressed, topic))
+        assert registered.code == ResponseCode.SUCCESS, registered.remark
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        (queue_data,) = loads(answer.body.decode())["queueDatas"]
+        q = configs[topic]
+        assert queue_data == {"brokerName": name, "perm": q.perm, "readQueueNums": q.read_queue_nums,
+                              "topicSysFlag": 0 if compressed else q.topic_sys_flag,
+                              "writeQueueNums": q.write_queue_nums}
