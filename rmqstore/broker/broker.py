@@ -27,7 +27,7 @@ from .clients import ClientManager
 from .groups import SubscriptionGroupManager
 from .acl import install_acl
 from .config import BrokerConfig
-from .namesrv import NameServer
+from .namesrv import NameServer, embedded_namesrv_config
 from .offsets import ConsumerOffsetManager
 from .pull import PullMessageProcessor
 from .queries import OffsetQueries
@@ -55,8 +55,6 @@ DIFFERENCES = {
                      "the connections holding the most are not read until the total is under half); RocketMQ "
                      "queues every answer in Netty's outbound buffer however slow the reader.",
     "expression_type": "Pulls filter by TAG only; an SQL92 subscription is answered SUBSCRIPTION_PARSE_FAILED.",
-    "compressed_register": "A standalone name server refuses a compressed REGISTER_BROKER body (RocketMQ's "
-                           "compressedRegister, off by default).",
     "wait_false_sync_flush": "With SYNC_FLUSH, a send whose WAIT property is false still waits for the flush: "
                              "WAIT is dropped from the stored properties as 4.9.8 does, and our Message keeps "
                              "no separate flag for it (the safer side: more durable, slower).",
@@ -100,7 +98,8 @@ class Broker:
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
                      self.transaction_service, OffsetQueries(self), self.rebalance_locks):
             part.register(self.server)
-        self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
+        self.namesrv = NameServer(*namesrv_listen, limits=self.limits,
+                                  config=embedded_namesrv_config(self.config_dir())) if namesrv_listen else None
         period = register_period or clamped_register_period(self.config.register_name_server_period)
         self.registration = NamesrvRegistration(self, self.config.namesrv_addr, period, embedded=self.namesrv)
         self._persist_task = BackgroundTask()

@@ -65,8 +65,11 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
     p.set_defaults(_run=lambda args, io: run_broker(args, io.stdout, io.stderr))
     text = "run a standalone RocketMQ name server that brokers register with (REGISTER_BROKER every 30 s)"
     n = subparsers.add_parser("namesrv", help=text, description=text)
-    n.add_argument("--listen", type=parse_host_port, default=("127.0.0.1", 9876), metavar="HOST:PORT",
-                   help="address (default 127.0.0.1:9876)")
+    n.add_argument("--listen", type=parse_host_port, metavar="HOST:PORT",
+                   help="address (default 127.0.0.1 and listenPort of --config, 9876)")
+    n.add_argument("--config", metavar="namesrv.conf", help="RocketMQ's namesrv.conf (NamesrvConfig keys: kvConfigPath, "
+                                                            "orderMessageEnable, ...; mqnamesrv -c). Default "
+                                                            "kvConfigPath: ~/namesrv/kvConfig.json")
     n.set_defaults(_run=lambda args, io: run_namesrv(args, io.stdout))
     return p
 
@@ -174,9 +177,11 @@ def _broker_banner(broker) -> str:
 
 
 def run_namesrv(args, stdout) -> int:
-    from .namesrv import NameServer
+    from .namesrv import NameServer, NamesrvConfig
 
-    namesrv = NameServer(*args.listen)
+    config = NamesrvConfig.load(args.config) if args.config else NamesrvConfig.rocketmq_defaults()
+    host, port = args.listen or ("127.0.0.1", config.listen_port)
+    namesrv = NameServer(host, port, config=config)
     asyncio.run(_serve(namesrv, lambda: f"name server listening on {namesrv.address}\n", stdout, "name server"))
     return 0
 

@@ -34,8 +34,8 @@ import logging
 
 from ..crc import crc32
 from ..remoting import RemotingClient, RemotingCommand, RequestCode
-from .jsonfmt import dumps
-from .namesrv import BrokerRegistration
+from ..remoting.codes import MQVersion
+from .namesrv.register_body import encode_register_body, parse_data_version
 from .tasks import BackgroundTask
 
 __all__ = ["NamesrvRegistration", "REGISTER_PERIOD", "clamped_register_period"]
@@ -56,8 +56,10 @@ class NamesrvRegistration:
     (``namesrvAddr``, ``;``-separated) over the network and with ``embedded`` (a
     :class:`~rmqstore.broker.namesrv.NameServer` in this process, or None) directly."""
 
-    def __init__(self, broker, addresses: str, period: float = REGISTER_PERIOD, embedded=None):
+    def __init__(self, broker, addresses: str, period: float = REGISTER_PERIOD, embedded=None,
+                 compressed: bool = False):
         self.broker = broker
+        self.compressed = compressed  # compressedRegister: the body deflated (see namesrv.register_body)
         self.addresses = [a.strip() for a in addresses.split(";") if a.strip()]
         self.period = period
         self.embedded = embedded
@@ -73,11 +75,17 @@ class NamesrvRegistration:
         return {"brokerName": bc.broker_name, "brokerAddr": bc.broker_addr, "clusterName": bc.broker_cluster_name,
                 "brokerId": bc.broker_id}
 
+    @staticmethod
+    def _request(code: int, ext: dict, body: bytes = b"") -> RemotingCommand:
+        """A request as a 4.9.8 broker sends it: a name server reads a RegisterBrokerBody only from a
+        sender of 3.0.11 or later (an older one's body is the bare topic table)."""
+        req = RemotingCommand(code, ext, body)
+        req.version = MQVersion.V4_9_8
+        return req
+
     def _body(self) -> bytes:
         topics = self.broker.topics
-        wrapper = {"dataVersion": topics.data_version,
-                   "topicConfigTable": {k: v.to_json() for k, v in sorted(topics.table.items())}}
-        return dumps({"filterServerList": [], "topicConfigSerializeWrapper": wrapper}).encode("utf-8")
+        return encode_register_body(topics.data_version, topics.table, self.compressed)
 
     async def _client(self, address: str) -> RemotingClient:
         client = self.clients.get(address)
@@ -88,12 +96,12 @@ class NamesrvRegistration:
         return client
 
     def register_embedded(self) -> None:
-        """(Re-)register with the embedded name server: the live topic table, the last update now."""
+        """(Re-)register with the embedded name server, in-process: the topic table as it is now."""
         if self.embedded is not None:
-            bc = self.broker.config
-            self.embedded.add_broker(BrokerRegistration(bc.broker_cluster_name, bc.broker_name, bc.broker_id,
-                                                        bc.broker_addr, self.broker.topics,
-                                                        ha_server_addr=self.broker.ha_server_addr))
+            bc, topics = self.broker.config, self.broker.topics
+            self.embedded.register_broker_in_process(bc.broker_cluster_name, bc.broker_addr, bc.broker_name,
+                                                     bc.broker_id, self.broker.ha_server_addr,
+                                                     parse_data_version(topics.data_version), dict(topics.table))
 
     async def register_all(self) -> int:
         """Register with every name server once; returns how many separate ones accepted."""
@@ -101,13 +109,13 @@ class NamesrvRegistration:
         if not self.addresses:
             return 0
         body = self._body()
-        ext = dict(self._header(), haServerAddr=self.broker.ha_server_addr, compressed="false",
+        ext = dict(self._header(), haServerAddr=self.broker.ha_server_addr, compressed=str(self.compressed).lower(),
                    bodyCrc32=crc32(body))
         answers = []
         for address in self.addresses:
             try:
                 client = await self._client(address)
-                r = await client.invoke(RemotingCommand(RequestCode.REGISTER_BROKER, dict(ext), body))
+                r = await client.invoke(self._request(RequestCode.REGISTER_BROKER, dict(ext), body))
                 if r.code == 0:
                     answers.append(r.ext_fields)
                 else:
@@ -132,15 +140,18 @@ class NamesrvRegistration:
             await self.register_all()
 
     def register_soon(self) -> None:
-        """A topic was created: tell the name servers now, not at the next round (``registerIncrementBrokerData``)."""
+        """A topic was created or changed: the embedded name server learns it now, in-process; the separate
+        ones at once too, not at the next round (``registerIncrementBrokerData``)."""
+        self.register_embedded()
+        if not self.addresses:
+            return
         task = asyncio.get_running_loop().create_task(self.register_all())
         self._soon.add(task)
         task.add_done_callback(self._soon.discard)
 
     async def start(self) -> None:
         await self.register_all()
-        if self.addresses:  # the embedded name server routes new topics at once: it holds the live table
-            self.broker.topics.on_change = self.register_soon
+        self.broker.topics.on_change = self.register_soon
         self._task.start(self._run())
 
     async def stop(self) -> None:
@@ -150,7 +161,7 @@ class NamesrvRegistration:
         for address, client in list(self.clients.items()):
             try:
                 if not client.connection.closed.is_set():
-                    await client.invoke(RemotingCommand(RequestCode.UNREGISTER_BROKER, self._header()), 3.0)
+                    await client.invoke(self._request(RequestCode.UNREGISTER_BROKER, self._header()), 3.0)
             except (OSError, asyncio.TimeoutError) as exc:
                 log.warning("unregistering from name server %s failed: %s", address, exc)
             await client.close()

@@ -11,12 +11,21 @@ from __future__ import annotations
 import enum
 
 __all__ = ["RequestCode", "ResponseCode", "LanguageCode", "SerializeType", "RPC_TYPE_RESPONSE",
-           "RPC_ONEWAY", "request_name"]
+           "RPC_ONEWAY", "request_name", "MQVersion"]
 
 #: flag bit 0: the command is a response (``RemotingCommandType.RESPONSE_COMMAND``)
 RPC_TYPE_RESPONSE = 1
 #: flag bit 1: the request wants no response
 RPC_ONEWAY = 2
+
+
+class MQVersion(enum.IntEnum):
+    """The ``version`` a request carries: ``MQVersion.Version``'s ordinal of the sender's release.  Only the
+    releases whose behaviour a server looks at are listed."""
+
+    V3_0_11 = 37  # brokers from here on send RegisterBrokerBody (before: TopicConfigSerializeWrapper)
+    V4_9_4 = 401  # clients from here on are answered standard-JSON routes
+    V4_9_8 = 409  # MQVersion.CURRENT_VERSION of RocketMQ 4.9.8: what this project's broker sends
 
 
 class RequestCode(enum.IntEnum):
@@ -44,12 +53,26 @@ class RequestCode(enum.IntEnum):
     UNLOCK_BATCH_MQ = 42
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105
     GET_BROKER_CLUSTER_INFO = 106
+    WIPE_WRITE_PERM_OF_BROKER = 205
+    GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
+    DELETE_TOPIC_IN_NAMESRV = 216
+    GET_KVLIST_BY_NAMESPACE = 219
+    GET_TOPICS_BY_CLUSTER = 224
+    GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
     SEND_MESSAGE_V2 = 310
+    GET_UNIT_TOPIC_LIST = 311
+    GET_HAS_UNIT_SUB_TOPIC_LIST = 312
+    GET_HAS_UNIT_SUB_UNUNIT_TOPIC_LIST = 313
+    UPDATE_NAMESRV_CONFIG = 318
+    GET_NAMESRV_CONFIG = 319
     SEND_BATCH_MESSAGE = 320
+    QUERY_DATA_VERSION = 322
+    ADD_WRITE_PERM_OF_BROKER = 327
 
 
 class ResponseCode(enum.IntEnum):
