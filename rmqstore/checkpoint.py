@@ -6,7 +6,7 @@ the newest commitlog file whose first message is older than the smallest of them
 It is a 4096-byte file; only its first 24 bytes are used (layout ``CHECKPOINT``).  It is
 written through a mapping, first a while after the store starts -- maybe once the disk is
 full -- so its page is reserved when it is opened
-(:func:`rmqstore.mapped_file.size_and_reserve`): a page without a block would be a SIGBUS.
+(:func:`rmqstore.file_space.size_and_reserve`): a page without a block would be a SIGBUS.
 
 The ``abort`` file exists while a store runs; finding it at start-up means the last run
 did not shut down cleanly.
@@ -19,7 +19,7 @@ import os
 
 from .errors import StoreError
 from .layout import CHECKPOINT, CHECKPOINT_FILE_SIZE
-from .mapped_file import disk_problem, size_and_reserve
+from .file_space import disk_problem, size_and_reserve
 from .store_dir import is_shape_error
 
 __all__ = ["StoreCheckpoint", "read_checkpoint"]

@@ -20,7 +20,7 @@ record, the bytes after a blank header are zeroed instead of leaking stale buffe
 contents, and a full disk is an answer, not a SIGBUS.
 
 A full disk.  Every file is reserved before the mapping writes to it
-(:func:`rmqstore.mapped_file.reserve_space`), so the put that needs a file the disk has
+(:func:`rmqstore.file_space.reserve_space`), so the put that needs a file the disk has
 no room for answers CREATE_MAPEDFILE_FAILED naming the disk (``MappedFileQueue.create_error``),
 and the next put tries again: once space returns, puts go on.  A flush or commit the disk
 refuses makes the store not writeable through ``on_io_error`` (:mod:`rmqstore.flush`).

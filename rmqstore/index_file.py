@@ -37,7 +37,7 @@ import struct
 
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT, OS_PAGE_SIZE
-from .mapped_file import disk_problem, reserve_space, size_and_reserve
+from .file_space import disk_problem, reserve_space, size_and_reserve
 from .properties import java_string_hash
 from .read_maps import ReadMap
 from .store_dir import index_size
@@ -336,7 +336,7 @@ class _IndexMappedFile:
     (on tmpfs even when a reader reads it), so no page is touched before it is reserved.
     A writable file reserves the pages of its header and hash slots (``head`` bytes: the
     slots are read and written anywhere; the last of those pages, where the first entries
-    go, whole -- :func:`rmqstore.mapped_file.size_and_reserve`) when it is opened; its
+    go, whole -- :func:`rmqstore.file_space.size_and_reserve`) when it is opened; its
     entries, which fill the file in order, a few pages ahead of the next one (:meth:`reserve`).  Reserving a default-sized
     file (420 MB, 400 of them entries) whole would take that much disk for an index that
     may hold a few keys; readers never read past the entry count.

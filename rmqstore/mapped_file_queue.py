@@ -18,7 +18,8 @@ import logging
 import os
 
 from .errors import StoreError
-from .mapped_file import MappedFile, disk_problem, offset_to_file_name
+from .file_space import disk_problem
+from .mapped_file import MappedFile, offset_to_file_name
 from .store_dir import StoreFile, grid_problem, list_store_files
 from .store_sizes import interrupted_allocation_note, interrupted_allocations
 

@@ -33,7 +33,7 @@ __all__ = ["remove_creation_leftovers", "remove_interrupted_allocations"]
 
 log = logging.getLogger("rmqstore.recovery")
 
-#: the temp name of a segment being created (``rmqstore.mapped_file._create_sized``)
+#: the temp name of a segment being created (``rmqstore.file_space.create_sized``)
 _CREATING = re.compile(r"\d{20}\.\d+\.creating")
 
 
@@ -52,7 +52,7 @@ def remove_creation_leftovers(store) -> list[str]:
     """Delete ``<name>.<pid>.creating`` temp files of segment creations a kill interrupted.
 
     A segment is created under a temporary name and renamed once it has its size
-    (:func:`rmqstore.mapped_file._create_sized`); a kill in between leaves the temp file,
+    (:func:`rmqstore.file_space.create_sized`); a kill in between leaves the temp file,
     never a short segment.  Only the lock holder creates segments, so with the lock held
     (writable stores) every such file is a leftover.
     """

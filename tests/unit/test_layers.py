@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("files", (
         "rmqstore.mapped_file", "rmqstore.mapped_file_queue", "rmqstore.store_dir", "rmqstore.store_paths",
-        "rmqstore.store_sizes", "rmqstore.read_maps",
+        "rmqstore.store_sizes", "rmqstore.read_maps", "rmqstore.file_space",
     )),
     ("engine services", (
         "rmqstore.commit_log", "rmqstore.message_encoder", "rmqstore.flush", "rmqstore.allocate",
