@@ -130,6 +130,14 @@ class StatsItem:
         self._times = 0
         self._lists: dict[Window, list[CallSnapshot]] = {w: [] for w in WINDOWS}
 
+    @property
+    def value(self) -> int:
+        return self._value
+
+    @property
+    def times(self) -> int:
+        return self._times
+
     def add(self, value: int, times: int) -> None:
         with self._lock:
             self._value += value

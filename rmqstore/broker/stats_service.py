@@ -16,10 +16,15 @@ import threading
 import time
 from typing import Callable
 
+from ..status import PutMessageStatus
 from .stats import WINDOWS, BrokerStatsManager, Window, wall_clock_ms
 from .store_stats import BrokerDailyTotals, StoreStatsService, next_morning_ms
 
-__all__ = ["StatsSampler", "BrokerStatistics"]
+__all__ = ["StatsSampler", "BrokerStatistics", "SEND_OK"]
+
+#: the put results a send answers as sent (SendMessageProcessor's ``sendOK``): the message was appended
+SEND_OK = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
+                     PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
 
 
 class _Round:
@@ -107,6 +112,25 @@ class BrokerStatistics:
     def stop(self) -> None:
         if self.sampler is not None:
             self.sampler.stop()
+
+    def count_sent(self, store, item, result) -> None:
+        """A producer's send (``item``: the Message or MessageBatch put) with its put ``result``."""
+        if result.status in SEND_OK:
+            topic, queue_id = store.commit_log.destination(item)
+            ar = result.append_result
+            self.manager.count_sent(topic, queue_id, ar.msg_num, ar.wrote_bytes)
+
+    def count_sent_back(self, store, group: str, back_topic: str, msg, result) -> None:
+        """A consumer's send-back of a message of ``back_topic``, put as ``msg`` with ``result``."""
+        if result.ok:
+            topic, queue_id = store.commit_log.destination(msg)
+            self.manager.count_sent_back(group, back_topic, topic, queue_id, result.append_result.wrote_bytes)
+
+    def count_delivered(self, level: int, msg, result) -> None:
+        """A delayed message of ``level`` put back under its topic as ``msg`` with ``result``."""
+        if result.ok:
+            ar = result.append_result
+            self.manager.count_delivered(level, msg.topic, ar.msg_num, ar.wrote_bytes)
 
     def count_pull(self, group: str, topic: str, queue_id: int, result, answered: bool, started: float) -> None:
         """One pull's get (every one: found or missed) and, when it was ``answered`` with messages, the group's
