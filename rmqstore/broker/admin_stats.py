@@ -30,7 +30,25 @@ from .message_queue import MessageQueue
 from .runtime_info import runtime_info
 from .stats import DAY, HOUR, MINUTE
 
-__all__ = ["AdminStatsProcessor", "message_store_timestamp"]
+__all__ = ["AdminStatsProcessor", "message_store_timestamp", "DIFFERENCES"]
+
+#: where the statistics and status answers deliberately differ from Apache RocketMQ 4.9.8
+DIFFERENCES = {
+    "put_latency_buckets": "putMessageDistributeTime shows the store's 7 put-latency buckets (<=0, 0-10, 10-50, "
+                           "50-100, 100-200, 200-500 ms and [500ms~] for the rest) where 4.9.8 has 13, and "
+                           "putLatency99/999 interpolate within those buckets (4.9.8: within ~70 finer ones).",
+    "idle_queues": "sendThreadPoolQueueSize, pullThreadPoolQueueSize, queryThreadPoolQueueSize, EndTransactionQueueSize "
+                   "and their head waits are 0: requests are served on the event loop as they come, not queued for "
+                   "thread pools; pageCacheLockTimeMills is 0 (the put lock's hold is not timed).",
+    "gets_counted": "getFoundTps, getMissTps, getTransferedTps and msgGetTotal* count the consumers' pulls; 4.9.8 also "
+                    "counts the transaction check's reads of its half and op topics.",
+    "first_second": "In the first second after start 4.9.8 answers GET_BROKER_RUNTIME_INFO with an error (no rate "
+                    "sample yet); we answer with empty rates.",
+    "zero_span": "A sampling window whose ends are the same instant (a clock set back) has rate 0; 4.9.8 divides by "
+                 "zero (Infinity).",
+    "group_order": "GET_BROKER_CONSUME_STATS lists the groups, and QUERY_TOPIC_CONSUME_BY_WHO names them, sorted; "
+                   "4.9.8's order is its hash maps'.",
+}
 
 
 def message_store_timestamp(store, topic: str, queue_id: int, queue_offset: int) -> int:

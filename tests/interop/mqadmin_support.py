@@ -125,7 +125,7 @@ def column(row: str, index: int, form: str, name: str) -> Mask:
 
     def replace(m: "re.Match[str]") -> str:
         values = m[0].split()
-        if not form_re.fullmatch(values[index]):
+        if len(values) <= index or not form_re.fullmatch(values[index]):
             raise MaskError(f"column {index} of {m[0]!r} is not of the form {form!r}")
         values[index] = f"<{name}>"
         return " ".join(values)
