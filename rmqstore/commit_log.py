@@ -284,6 +284,14 @@ class CommitLog:
                 topic, queue_id = SCHEDULE_TOPIC, level - 1
         return topic, queue_id, props
 
+    def destination(self, item: Message | MessageBatch) -> tuple[str, int]:
+        """The topic and queue a put stores ``item`` in: a delayed message's schedule queue, else its own
+        (what RocketMQ's ``msg.getTopic()`` / ``getQueueId()`` say after the put; a batch has no delay)."""
+        if isinstance(item, MessageBatch):
+            return item.topic, item.queue_id
+        topic, queue_id, _ = self._prepare(item)
+        return topic, queue_id
+
     def encode(self, msg: Message) -> EncodedMessage | PutMessageResult:
         topic, queue_id, props = self._prepare(msg)
         return self.encoder.encode(msg, topic, queue_id, props, msg.sys_flag)

@@ -23,6 +23,7 @@ import logging
 from ..config import BrokerRole, StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
+from .admin_stats import AdminStatsProcessor
 from .clients import ClientManager
 from .groups import SubscriptionGroupManager
 from .acl import install_acl
@@ -36,6 +37,7 @@ from .registration import NamesrvRegistration, clamped_register_period
 from .retry import SendMessageBackProcessor
 from .schedule import ScheduleMessageService
 from .send import SendMessageProcessor
+from .stats_service import BrokerStatistics
 from .tasks import BackgroundTask
 from .topics import TopicConfigManager
 from .transaction import TransactionService
@@ -86,6 +88,7 @@ class Broker:
         self.groups = SubscriptionGroupManager(self.store_root, self.config)
         self.clients = ClientManager(self.topics, self.groups)
         self.limits = limits or limits_of(self.config)
+        self.stats = BrokerStatistics(self.config.broker_cluster_name)
         self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
                                      on_close=self.clients.connection_closed)
         self.acl = install_acl(self.server, self.config)  # None unless aclEnable: no hook at all
@@ -96,7 +99,7 @@ class Broker:
         self.transaction_service = TransactionService(self)
         self.rebalance_locks = RebalanceLockProcessor()
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
-                     self.transaction_service, OffsetQueries(self), self.rebalance_locks):
+                     self.transaction_service, OffsetQueries(self), self.rebalance_locks, AdminStatsProcessor(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits,
                                   config=embedded_namesrv_config(self.config_dir())) if namesrv_listen else None
@@ -148,6 +151,7 @@ class Broker:
             self.offsets.load()
             self.groups.load()
             self.groups.persist()
+            self.stats.start(self.store.stats.snapshot)
             self.pull_processor.hold_service.start(asyncio.get_running_loop())
             self.schedule_service.start()
             self.transaction_service.start()
@@ -158,6 +162,7 @@ class Broker:
             await self.registration.start()
         except BaseException:
             await self._close_listeners()
+            self.stats.stop()
             self.store.shutdown()
             raise
         self._persist_task.start(self._persist_periodically())
@@ -189,6 +194,7 @@ class Broker:
         await self.schedule_service.stop()
         await self.transaction_service.stop()
         self.pull_processor.hold_service.stop()
+        self.stats.stop()
         self.offsets.persist()
         self.topics.persist()
         self.groups.persist()

@@ -73,3 +73,15 @@ class ConsumerOffsetManager:
             text = dumps({"offsetTable": {k: dict(sorted(v.items())) for k, v in self.table.items()}}, pretty=True)
             self._dirty = False
         write_config_file(self.path, text)
+
+    def which_topic_by_consumer(self, group: str) -> set[str]:
+        """``whichTopicByConsumer``: the topics ``group`` committed an offset of."""
+        with self._lock:
+            keys = list(self.table)
+        return {topic for topic, _, g in (k.partition(TOPIC_GROUP_SEPARATOR) for k in keys) if g == group}
+
+    def which_group_by_topic(self, topic: str) -> set[str]:
+        """``whichGroupByTopic``: the groups that committed an offset of ``topic``."""
+        with self._lock:
+            keys = list(self.table)
+        return {g for t, _, g in (k.partition(TOPIC_GROUP_SEPARATOR) for k in keys) if t == topic}

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 
 from ..reading import GetMessageStatus, TagFilter, read_message_bytes
@@ -142,6 +143,7 @@ class PullMessageProcessor:
 
     def _pull(self, conn: Connection, req: RemotingCommand, allow_suspend: bool):
         """(response, None), or (None, hold arguments) when the pull is to be held."""
+        started = time.perf_counter()
         p = _PullRequest.of(Header(req.ext_fields))
         refusal = self._check(conn, p)
         if refusal is not None:
@@ -153,6 +155,7 @@ class PullMessageProcessor:
         result = broker.store.get_message(p.group, p.topic, p.queue_id, p.offset, max(0, p.max_nums),
                                           message_filter)
         code, body = self._body(result, p.offset)
+        broker.stats.count_pull(p.group, p.topic, p.queue_id, result, code == ResponseCode.SUCCESS, started)
         if allow_suspend and p.sys_flag & FLAG_COMMIT_OFFSET:
             broker.offsets.commit_offset(conn.remote_addr_text, p.group, p.topic, p.queue_id, p.commit_offset)
         if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and p.sys_flag & FLAG_SUSPEND:

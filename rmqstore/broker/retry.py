@@ -78,5 +78,6 @@ class SendMessageBackProcessor:
                       born_timestamp=record.born_timestamp, born_host=record.born_host,
                       reconsume_times=record.reconsume_times + 1)
         result = await asyncio.wrap_future(broker.store.async_put_message(msg))
+        broker.stats.count_sent_back(broker.store, group, props[RETRY_TOPIC], msg, result)
         code, remark = response_of_put(result)
         return req.response(ResponseCode.SUCCESS if result.ok else code, remark)

@@ -95,6 +95,7 @@ class ScheduleMessageService:
                 self.offsets[level] = unit.queue_offset + 1
                 continue
             put = await asyncio.wrap_future(store.async_put_message(msg))
+            self.broker.stats.count_delivered(level, msg, put)
             if not put.ok:
                 log.error("delivering delayed message at %d failed: %s", unit.commit_log_offset, put)
                 self._retry_at[level] = loop.time() + _AFTER_FAILURE_S

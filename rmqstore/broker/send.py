@@ -202,6 +202,7 @@ class SendMessageProcessor:
                               properties_sent=props_text, properties=msg.properties, half=half,
                               born_host=msg.born_host, sys_flag=msg.sys_flag)
         result = await asyncio.wrap_future(self.broker.store.async_put_message(msg))
+        self.broker.stats.count_sent(self.broker.store, msg, result)
         return self._response(req, result, queue_id)
 
     async def _send_batch(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
@@ -220,6 +221,7 @@ class SendMessageProcessor:
                               body_size=sum(len(i.body) for i in items), properties=batch.properties,
                               born_host=batch.born_host)
         result = await asyncio.wrap_future(self.broker.store.async_put_messages(batch))
+        self.broker.stats.count_sent(self.broker.store, batch, result)
         return self._response(req, result, queue_id)
 
     def _response(self, req, result, queue_id: int) -> RemotingCommand:
