@@ -74,7 +74,8 @@ class ConsumeQueue:
         self.queue_id = queue_id
         self.store_path = consume_queue_dir(root, topic, queue_id)
         self.mapped_file_size = mapped_file_size
-        self.mapped_file_queue = MappedFileQueue(self.store_path, mapped_file_size, read_only=read_only)
+        self.mapped_file_queue = MappedFileQueue(self.store_path, mapped_file_size, read_only=read_only,
+                                                 random_access=True)
         self.max_physic_offset = -1
         self.min_logic_offset = 0
 

@@ -38,6 +38,7 @@ import struct
 from .errors import StoreError
 from .layout import INDEX_ENTRY, INDEX_HEADER, INDEX_SLOT, OS_PAGE_SIZE
 from .file_space import disk_problem, reserve_space, size_and_reserve
+from .mapped_file import advise_random
 from .properties import java_string_hash
 from .read_maps import ReadMap
 from .store_dir import index_size
@@ -359,6 +360,7 @@ class _IndexMappedFile:
             head = min(max(head, _HEADER.size), size)
             self.fd = _open_reserved(path, size, head)
             self._map = mmap.mmap(self.fd, size)
+            advise_random(self._map)  # slots are written anywhere, entries a page at a time
             self.reserved = bytearray(-(-size // OS_PAGE_SIZE))  # 1 = the page has its block
             pages = -(-head // OS_PAGE_SIZE)
             self.reserved[:pages] = b"\x01" * pages

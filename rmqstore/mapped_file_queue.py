@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 
 class MappedFileQueue:
     def __init__(self, store_path: str, mapped_file_size: int, allocate_service=None, *,
-                 read_only: bool = False, transient_store_pool=None):
+                 read_only: bool = False, transient_store_pool=None, random_access: bool = False):
         self.store_path = str(store_path)
+        self.random_access = random_access  # written files mapped MADV_RANDOM (mapped_file.advise_random)
         self.mapped_file_size = mapped_file_size
         self.allocate_service = allocate_service
         self.transient_store_pool = transient_store_pool
@@ -73,7 +74,8 @@ class MappedFileQueue:
                 why = grid_problem(f.offset, self.mapped_file_size)
                 if why is not None:
                     raise StoreError(f"{f.path}: {why}; the segment cannot be placed in the log")
-                mf = MappedFile(f.path, self.mapped_file_size, read_only=self.read_only)
+                mf = MappedFile(f.path, self.mapped_file_size, read_only=self.read_only,
+                                random_access=self.random_access)
                 mf.set_positions(self.mapped_file_size)
                 files.append(mf)
         except BaseException:
@@ -155,7 +157,8 @@ class MappedFileQueue:
                 self.create_error = self.allocate_service.last_failure
         else:
             try:
-                mf = MappedFile(next_path, self.mapped_file_size, self.transient_store_pool)
+                mf = MappedFile(next_path, self.mapped_file_size, self.transient_store_pool,
+                                random_access=self.random_access)
             except (OSError, StoreError) as exc:  # a full disk is a StoreError naming it
                 log.error("create mapped file %s failed: %s", next_path, exc)
                 self.create_error = str(exc)
