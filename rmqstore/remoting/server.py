@@ -101,6 +101,18 @@ class Limits:
     connection_unsent_high: int = 4 * 1024 * 1024  # one connection's; above it, it reads on at a quarter of it
 
 
+def _send_small_frames_at_once(writer: asyncio.StreamWriter) -> None:
+    """TCP_NODELAY on a connection's socket, as RocketMQ's Netty channels have it: with Nagle's algorithm
+    a small frame written while another is unacknowledged waits for the peer's delayed ACK (up to 40 ms).
+    asyncio sets it only on sockets whose protocol number says TCP; ours says so for both ends here."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6) and sock.type == socket.SOCK_STREAM:
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:
+            pass  # a socket that is already gone
+
+
 class Connection:
     """One socket: frames in, frames out, requests both ways matched by opaque."""
 
@@ -119,6 +131,7 @@ class Connection:
         self.processors = processors
         self.default_processor = default_processor
         self.limits = limits
+        _send_small_frames_at_once(writer)
         peer = writer.get_extra_info("peername") or ("0.0.0.0", 0)
         self.remote_address: tuple[str, int] = (peer[0], peer[1])
         self.pending: dict[int, asyncio.Future] = {}
@@ -405,7 +418,7 @@ class RemotingServer:
         """Bind the listening socket now (the port is known before :meth:`start` accepts)."""
         if self._sock is None:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM)
+            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((self.host, self.port))
