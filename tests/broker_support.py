@@ -14,7 +14,7 @@ from rmqstore.broker.background import ServiceThread as _LoopThread
 from rmqstore.config import StoreConfig
 from rmqstore.remoting import Limits, RemotingClient
 
-__all__ = ["BrokerThread", "NamesrvThread", "small_store_config"]
+__all__ = ["BrokerThread", "NamesrvThread", "small_store_config", "invoke_at"]
 
 
 def small_store_config(**overrides) -> StoreConfig:
@@ -22,6 +22,20 @@ def small_store_config(**overrides) -> StoreConfig:
               max_hash_slot_num=1000, max_index_num=4000)
     kw.update(overrides)
     return StoreConfig(**kw)
+
+
+def invoke_at(thread: _LoopThread, address: str, request, timeout: float = 10.0):
+    """The answer of the server at ``address`` to ``request``, over a connection of its own opened and closed on
+    ``thread``'s loop."""
+    host, port = address.rsplit(":", 1)
+
+    async def ask():
+        client = await RemotingClient().connect(host, int(port))
+        try:
+            return await client.invoke(request, timeout)
+        finally:
+            await client.close()
+    return thread.call(ask())
 
 
 class BrokerThread(_LoopThread):

@@ -23,6 +23,7 @@ import logging
 from ..config import BrokerRole, StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
+from .admin import AdminBrokerProcessor
 from .clients import ClientManager
 from .groups import SubscriptionGroupManager
 from .acl import install_acl
@@ -96,7 +97,7 @@ class Broker:
         self.schedule_service = ScheduleMessageService(self)
         self.transaction_service = TransactionService(self)
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
-                     self.transaction_service, OffsetQueries(self)):
+                     self.transaction_service, OffsetQueries(self), AdminBrokerProcessor(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
         period = register_period or clamped_register_period(self.config.register_name_server_period)

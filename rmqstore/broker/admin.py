@@ -1,0 +1,90 @@
+"""What an operator changes on a broker: topics, subscription groups, the broker's configuration.
+
+These are the requests ``mqadmin`` (and the RocketMQ Dashboard) send for ``updateTopic``,
+``deleteTopic``, ``updateSubGroup``, ``deleteSubGroup``, ``getBrokerConfig`` and
+``updateBrokerConfig`` -- RocketMQ 4.9.8's ``AdminBrokerProcessor``, the part that edits tables:
+
+* UPDATE_AND_CREATE_TOPIC (17) puts a topic config from the header (queue counts, permission,
+  filter type, system flag -- never the ``order`` flag, which 4.9.8 keeps in the name server's KV
+  config), persists ``config/topics.json`` and re-registers with the name servers at once; the
+  embedded name server routes from the live table.  DELETE_TOPIC_IN_BROKER (215) removes the
+  config and the topic's consume queues (files and next queue offsets); the consumer offsets of
+  groups stay, as in 4.9.8, and the route on the name servers is the admin's to delete
+  (DELETE_TOPIC_IN_NAMESRV).  Neither touches a system topic (``TopicValidator.isSystemTopic``).
+* UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200) takes a SubscriptionGroupConfig as JSON body,
+  DELETE_SUBSCRIPTIONGROUP (207) removes one (and the group's offsets when ``removeOffset``).
+* GET_ALL_TOPIC_CONFIG (21) and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) answer the tables as
+  their files hold them (fastjson, not pretty).
+* GET_BROKER_CONFIG (26) and UPDATE_BROKER_CONFIG (25): :mod:`rmqstore.broker.broker_properties`.
+
+A slave refuses every change with 4.9.8's remark: its tables come from its master.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..config import BrokerRole
+from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
+from .headers import Header, HeaderError
+from .topics import TopicConfig, validate_topic
+
+__all__ = ["AdminBrokerProcessor", "TOPIC_FILTER_TYPES"]
+
+log = logging.getLogger(__name__)
+
+#: TopicFilterType's names
+TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")
+
+_SLAVE_REMARK = "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+
+
+class AdminBrokerProcessor:
+    def __init__(self, broker):
+        self.broker = broker
+
+    def register(self, server) -> None:
+        server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic)
+        server.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic)
+        server.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.get_all_topic_config)
+
+    def _refused(self, req: RemotingCommand, topic: str | None = None) -> RemotingCommand | None:
+        """The refusal of a change on a slave (``validateSlave``), or of a topic that is not valid or a
+        system topic; None when the change may go ahead."""
+        if self.broker.store_config.broker_role is BrokerRole.SLAVE:
+            return req.response(ResponseCode.SYSTEM_ERROR, _SLAVE_REMARK)
+        if topic is None:
+            return None
+        remark = validate_topic(topic)
+        if remark is None and self.broker.topics.is_system_topic(topic):
+            remark = f"The topic[{topic}] is conflict with system topic."
+        return None if remark is None else req.response(ResponseCode.SYSTEM_ERROR, remark)
+
+    # -- topics ---------------------------------------------------------------------------------
+    def update_and_create_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        h = Header(req.ext_fields)
+        topic = h.str("topic")
+        log.info("updateAndCreateTopic called by %s", conn.remote_addr_text)
+        refusal = self._refused(req, topic)
+        if refusal is not None:
+            return refusal
+        filter_type = h.str("topicFilterType")
+        if filter_type not in TOPIC_FILTER_TYPES:
+            raise HeaderError(f"topicFilterType {filter_type[:40]!r} is none of {', '.join(TOPIC_FILTER_TYPES)}")
+        config = TopicConfig(topic, h.int("readQueueNums", bits=32), h.int("writeQueueNums", bits=32),
+                             h.int("perm", bits=32), filter_type, h.int("topicSysFlag", 0, bits=32))
+        self.broker.topics.put(config)
+        return req.response(ResponseCode.SUCCESS)
+
+    def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        topic = Header(req.ext_fields).str("topic")
+        log.info("deleteTopic called by %s", conn.remote_addr_text)
+        refusal = self._refused(req, topic)
+        if refusal is not None:
+            return refusal
+        self.broker.topics.delete(topic)
+        self.broker.store.destroy_topic_queues(topic)
+        return req.response(ResponseCode.SUCCESS)
+
+    def get_all_topic_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, body=self.broker.topics.encode().encode("utf-8"))
