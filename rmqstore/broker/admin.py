@@ -26,7 +26,8 @@ import logging
 
 from ..config import BrokerRole
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
-from .headers import Header, HeaderError
+from .groups import SubscriptionGroupConfig
+from .headers import BodyError, Header, HeaderError, json_body
 from .topics import TopicConfig, validate_topic
 
 __all__ = ["AdminBrokerProcessor", "TOPIC_FILTER_TYPES"]
@@ -47,6 +48,9 @@ class AdminBrokerProcessor:
         server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic)
         server.register(RequestCode.DELETE_TOPIC_IN_BROKER, self.delete_topic)
         server.register(RequestCode.GET_ALL_TOPIC_CONFIG, self.get_all_topic_config)
+        server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group)
+        server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group)
+        server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.get_all_subscription_group)
 
     def _refused(self, req: RemotingCommand, topic: str | None = None) -> RemotingCommand | None:
         """The refusal of a change on a slave (``validateSlave``), or of a topic that is not valid or a
@@ -88,3 +92,31 @@ class AdminBrokerProcessor:
 
     def get_all_topic_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         return req.response(ResponseCode.SUCCESS, body=self.broker.topics.encode().encode("utf-8"))
+
+    # -- subscription groups --------------------------------------------------------------------
+    def update_and_create_subscription_group(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        refusal = self._refused(req)
+        if refusal is not None:
+            return refusal
+        log.info("updateAndCreateSubscriptionGroup called by %s", conn.remote_addr_text)
+        try:
+            config = SubscriptionGroupConfig.from_json(json_body(req.body, "subscription group"))
+        except ValueError as exc:
+            raise BodyError(f"the subscription group body: {exc}") from None
+        self.broker.groups.put(config)
+        return req.response(ResponseCode.SUCCESS)
+
+    def delete_subscription_group(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        refusal = self._refused(req)
+        if refusal is not None:
+            return refusal
+        h = Header(req.ext_fields)
+        group = h.str("groupName")
+        log.info("deleteSubscriptionGroup called by %s", conn.remote_addr_text)
+        self.broker.groups.delete(group)
+        if h.bool("removeOffset"):
+            self.broker.offsets.remove_offset(group)
+        return req.response(ResponseCode.SUCCESS)
+
+    def get_all_subscription_group(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, body=self.broker.groups.encode().encode("utf-8"))

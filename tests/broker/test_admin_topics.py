@@ -12,11 +12,12 @@ import time
 
 import pytest
 
-from broker_support import BrokerThread, NamesrvThread, invoke_at
+from broker_support import BrokerThread, NamesrvThread, config_json, invoke_at, small_store_config
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.config import BrokerRole
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
-from rmqstore.store_paths import TOPICS_JSON, config_path
+from rmqstore.store_paths import TOPICS_JSON
+from test_broker_protocol import send_v2
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -34,37 +35,28 @@ def delete_topic(topic: str) -> RemotingCommand:
     return RemotingCommand(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
 
 
-def call(bt: BrokerThread, request: RemotingCommand) -> RemotingCommand:
-    return invoke_at(bt, f"127.0.0.1:{bt.port}", request)
-
-
 def route(bt: BrokerThread, namesrv: str, topic: str) -> RemotingCommand:
     return invoke_at(bt, namesrv, RemotingCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
-
-
-def topics_file(root) -> dict:
-    with open(config_path(str(root), TOPICS_JSON), encoding="utf-8") as f:
-        return loads(f.read())
 
 
 def test_update_topic_creates_persists_and_routes_at_once(tmp_path):
     root = tmp_path / "store"
     with BrokerThread(root) as bt:
-        r = call(bt, create_topic("AdminT", read=4, write=6, perm=6, order=True))
+        r = bt.invoke(create_topic("AdminT", read=4, write=6, perm=6, order=True))
         assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
         # the embedded name server routes it from the next request on
         answer = route(bt, bt.namesrv, "AdminT")
         assert answer.code == ResponseCode.SUCCESS
         queue = loads(answer.body.decode())["queueDatas"][0]
         assert (queue["readQueueNums"], queue["writeQueueNums"], queue["perm"]) == (4, 6, 6)
-        saved = topics_file(root)["topicConfigTable"]["AdminT"]
+        saved = config_json(root, TOPICS_JSON)["topicConfigTable"]["AdminT"]
         # 4.9.8 keeps a topic's order flag in the name server's KV config, never from this header: false here
         assert saved == {"order": False, "perm": 6, "readQueueNums": 4, "topicFilterType": "SINGLE_TAG",
                          "topicName": "AdminT", "topicSysFlag": 0, "writeQueueNums": 6}
         # an update replaces the config and counts a data version
-        version = topics_file(root)["dataVersion"]["counter"]
-        assert call(bt, create_topic("AdminT", read=2, write=2, perm=4)).code == ResponseCode.SUCCESS
-        after = topics_file(root)
+        version = config_json(root, TOPICS_JSON)["dataVersion"]["counter"]
+        assert bt.invoke(create_topic("AdminT", read=2, write=2, perm=4)).code == ResponseCode.SUCCESS
+        after = config_json(root, TOPICS_JSON)
         assert after["topicConfigTable"]["AdminT"]["writeQueueNums"] == 2
         assert after["topicConfigTable"]["AdminT"]["perm"] == 4
         assert after["dataVersion"]["counter"] == version + 1
@@ -81,19 +73,18 @@ def test_update_topic_refuses_what_4_9_8_refuses(tmp_path):
                               ("bad topic", "The specified topic contains illegal characters, allowing only "
                                             "^[%|a-zA-Z0-9_-]+$"),
                               ("x" * 128, "The specified topic is longer than topic max length.")]:
-            r = call(bt, create_topic(topic))
+            r = bt.invoke(create_topic(topic))
             assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, remark), topic
-            r = call(bt, delete_topic(topic))
+            r = bt.invoke(delete_topic(topic))
             assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, remark), topic
         assert bt.broker.topics.select("rmq_sys_mine") is None
 
 
 def test_a_slave_refuses_topic_changes(tmp_path):
-    from broker_support import small_store_config
     config = small_store_config(broker_role=BrokerRole.SLAVE, ha_master_address="127.0.0.1:1")
     with BrokerThread(tmp_path / "store", store_config=config, broker_id=1) as bt:
         for request in (create_topic("SlaveT"), delete_topic("SlaveT")):
-            r = call(bt, request)
+            r = bt.invoke(request)
             assert (r.code, r.remark) == (ResponseCode.SYSTEM_ERROR, "Can't modify topic or subscription group "
                                                                      "from slave broker, please execute it from "
                                                                      "master broker.")
@@ -104,7 +95,7 @@ def test_update_topic_registers_with_separate_name_servers_at_once(tmp_path):
     with NamesrvThread() as ns, BrokerThread(tmp_path / "store", embedded_namesrv=False, namesrv_addr=ns.address,
                                              register_period=3600) as bt:
         assert route(bt, ns.address, "RegT").code == ResponseCode.TOPIC_NOT_EXIST
-        assert call(bt, create_topic("RegT", read=3, write=3)).code == ResponseCode.SUCCESS
+        assert bt.invoke(create_topic("RegT", read=3, write=3)).code == ResponseCode.SUCCESS
         end = time.monotonic() + 20
         while time.monotonic() < end:
             answer = route(bt, ns.address, "RegT")
@@ -118,18 +109,17 @@ def test_update_topic_registers_with_separate_name_servers_at_once(tmp_path):
 def test_get_all_topic_config_is_the_topics_json_content(tmp_path):
     root = tmp_path / "store"
     with BrokerThread(root) as bt:
-        call(bt, create_topic("AllT", read=2, write=2))
-        r = call(bt, RemotingCommand(RequestCode.GET_ALL_TOPIC_CONFIG))
+        bt.invoke(create_topic("AllT", read=2, write=2))
+        r = bt.invoke(RemotingCommand(RequestCode.GET_ALL_TOPIC_CONFIG))
         assert r.code == ResponseCode.SUCCESS
         body = r.body.decode()
         assert "\n" not in body and body.startswith('{"dataVersion":{"counter":')  # fastjson, not pretty
         wrapper = loads(body)
-        assert wrapper == topics_file(root)
+        assert wrapper == config_json(root, TOPICS_JSON)
         assert wrapper["topicConfigTable"]["AllT"]["readQueueNums"] == 2
 
 
 def _send(bt, topic, n):
-    from test_broker_protocol import send_v2
     client = bt.client()
     try:
         for i in range(n):
@@ -144,7 +134,7 @@ def test_delete_topic_removes_config_and_consume_queues_keeps_offsets(tmp_path):
     is destroyed with its files and its next queue offset (cleanUnusedTopic), a group's committed offsets stay."""
     root = tmp_path / "store"
     with BrokerThread(root) as bt:
-        assert call(bt, create_topic("DelT", read=2, write=2)).code == ResponseCode.SUCCESS
+        assert bt.invoke(create_topic("DelT", read=2, write=2)).code == ResponseCode.SUCCESS
         _send(bt, "DelT", 6)
         store = bt.broker.store
         assert store.wait_dispatched()
@@ -153,18 +143,18 @@ def test_delete_topic_removes_config_and_consume_queues_keeps_offsets(tmp_path):
         bt.broker.offsets.persist()
         cq_dir = os.path.join(str(root), "consumequeue", "DelT")
         assert os.path.isdir(cq_dir)
-        r = call(bt, delete_topic("DelT"))
+        r = bt.invoke(delete_topic("DelT"))
         assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
         assert bt.broker.topics.select("DelT") is None
-        assert "DelT" not in topics_file(root)["topicConfigTable"]
+        assert "DelT" not in config_json(root, TOPICS_JSON)["topicConfigTable"]
         assert not os.path.exists(os.path.join(cq_dir, "0")) and not os.path.exists(os.path.join(cq_dir, "1"))
         assert store.get_max_offset_in_queue("DelT", 0) == 0
         assert route(bt, bt.namesrv, "DelT").code == ResponseCode.TOPIC_NOT_EXIST
         assert bt.broker.offsets.query_offset("G1", "DelT", 0) == 2
         # deleting again: nothing to delete, still SUCCESS (4.9.8 logs a warning)
-        assert call(bt, delete_topic("DelT")).code == ResponseCode.SUCCESS
+        assert bt.invoke(delete_topic("DelT")).code == ResponseCode.SUCCESS
         # created again, its queues start over at offset 0
-        assert call(bt, create_topic("DelT", read=2, write=2)).code == ResponseCode.SUCCESS
+        assert bt.invoke(create_topic("DelT", read=2, write=2)).code == ResponseCode.SUCCESS
         _send(bt, "DelT", 2)
         assert store.wait_dispatched()
         assert store.get_max_offset_in_queue("DelT", 0) == 1
