@@ -24,6 +24,7 @@ from ..config import BrokerRole, StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
 from .admin import AdminBrokerProcessor
+from .broker_to_client import Broker2Client
 from .clients import ClientManager
 from .groups import SubscriptionGroupManager
 from .acl import install_acl
@@ -97,7 +98,7 @@ class Broker:
         self.schedule_service = ScheduleMessageService(self)
         self.transaction_service = TransactionService(self)
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
-                     self.transaction_service, OffsetQueries(self), AdminBrokerProcessor(self)):
+                     self.transaction_service, OffsetQueries(self), AdminBrokerProcessor(self), Broker2Client(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits) if namesrv_listen else None
         period = register_period or clamped_register_period(self.config.register_name_server_period)

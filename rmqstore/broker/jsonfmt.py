@@ -1,9 +1,11 @@
 """JSON as RocketMQ's fastjson writes it, and its config files written safely.
 
 fastjson writes a map with integer keys with the keys *unquoted* -- ``{0:"127.0.0.1:10911"}``
-in a route, ``{"T@g":{0:250,1:250}}`` in ``consumerOffset.json``.  That is not strict
-JSON, but it is what every RocketMQ client and broker reads, so :func:`dumps` writes it and
-:func:`loads` reads both forms.
+in a route, ``{"T@g":{0:250,1:250}}`` in ``consumerOffset.json`` -- and a map whose keys are
+objects with the objects as keys (``Map<MessageQueue, Long>``:
+``{{"brokerName":"b","queueId":0,"topic":"T"}:5}``; a key with a ``to_json()`` is written so).
+That is not strict JSON, but it is what every RocketMQ client and broker reads, so :func:`dumps`
+writes it and :func:`loads` reads the integer keys in both forms.
 
 :func:`write_config_file` follows RocketMQ's ``MixAll.string2File``: the new text goes to
 ``<file>.tmp`` first, the old file's text is kept as ``<file>.bak``, then the temporary
@@ -26,6 +28,8 @@ __all__ = ["dumps", "loads", "write_config_file", "read_config_file", "ConfigTab
 
 
 def _key(k) -> str:
+    if hasattr(k, "to_json"):  # an object as map key (a MessageQueue): fastjson writes the object itself
+        return _dump(k.to_json(), False, 0)
     if isinstance(k, bool) or not isinstance(k, int):
         return json.dumps(str(k), ensure_ascii=False)
     return str(k)
