@@ -15,7 +15,8 @@ These are the requests ``mqadmin`` (and the RocketMQ Dashboard) send for ``updat
   DELETE_SUBSCRIPTIONGROUP (207) removes one (and the group's offsets when ``removeOffset``).
 * GET_ALL_TOPIC_CONFIG (21) and GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) answer the tables as
   their files hold them (fastjson, not pretty).
-* GET_BROKER_CONFIG (26) and UPDATE_BROKER_CONFIG (25): :mod:`rmqstore.broker.broker_properties`.
+* GET_BROKER_CONFIG (26) and UPDATE_BROKER_CONFIG (25) read and change the configuration as one
+  table of properties, persisted in the broker's broker.conf: :mod:`rmqstore.broker.broker_properties`.
 
 A slave refuses every change with 4.9.8's remark: its tables come from its master.
 """
@@ -26,6 +27,7 @@ import logging
 
 from ..config import BrokerRole
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
+from .broker_properties import BrokerProperties
 from .groups import SubscriptionGroupConfig
 from .headers import BodyError, Header, HeaderError, json_body
 from .topics import TopicConfig, validate_topic
@@ -43,6 +45,7 @@ _SLAVE_REMARK = "Can't modify topic or subscription group from slave broker, ple
 class AdminBrokerProcessor:
     def __init__(self, broker):
         self.broker = broker
+        self.properties = BrokerProperties(broker)
 
     def register(self, server) -> None:
         server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, self.update_and_create_topic)
@@ -51,6 +54,8 @@ class AdminBrokerProcessor:
         server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, self.update_and_create_subscription_group)
         server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, self.delete_subscription_group)
         server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, self.get_all_subscription_group)
+        server.register(RequestCode.GET_BROKER_CONFIG, self.get_broker_config)
+        server.register(RequestCode.UPDATE_BROKER_CONFIG, self.update_broker_config)
 
     def _refused(self, req: RemotingCommand, topic: str | None = None) -> RemotingCommand | None:
         """The refusal of a change on a slave (``validateSlave``), or of a topic that is not valid or a
@@ -120,3 +125,20 @@ class AdminBrokerProcessor:
 
     def get_all_subscription_group(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         return req.response(ResponseCode.SUCCESS, body=self.broker.groups.encode().encode("utf-8"))
+
+    # -- the broker's configuration -------------------------------------------------------------
+    def get_broker_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, ext_fields={"version": self.properties.version_json()},
+                            body=self.properties.text().encode("utf-8"))
+
+    def update_broker_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        log.info("updateBrokerConfig called by %s", conn.remote_addr_text)
+        if req.body:
+            try:
+                text = req.body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BodyError(f"the broker config body is not UTF-8: {exc}") from None
+            refusal = self.properties.update(text)
+            if refusal is not None:
+                return req.response(ResponseCode.NO_PERMISSION, refusal)
+        return req.response(ResponseCode.SUCCESS)
