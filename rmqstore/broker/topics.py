@@ -131,10 +131,10 @@ class TopicConfigManager(ConfigTable):
             self.table[AUTO_CREATE_TOPIC_KEY_TOPIC] = TopicConfig(
                 AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, PERM_INHERIT | PERM_READ | PERM_WRITE)
         self.table[BENCHMARK_TOPIC] = TopicConfig(BENCHMARK_TOPIC, 1024, 1024)
-        perm = PERM_INHERIT if bc.cluster_topic_enable else 0
+        perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if bc.cluster_topic_enable else 0)
         self.table[bc.broker_cluster_name] = TopicConfig(bc.broker_cluster_name, 16, 16, perm)
-        perm = PERM_INHERIT if bc.broker_topic_enable else 0
-        self.table[bc.broker_name] = TopicConfig(bc.broker_name, 1, 1, perm | PERM_READ | PERM_WRITE)
+        perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if bc.broker_topic_enable else 0)
+        self.table[bc.broker_name] = TopicConfig(bc.broker_name, 1, 1, perm)
         self.table[OFFSET_MOVED_EVENT] = TopicConfig(OFFSET_MOVED_EVENT, 1, 1)
         self.table[SCHEDULE_TOPIC] = TopicConfig(SCHEDULE_TOPIC, self.delay_levels, self.delay_levels)
         self.table[reply] = TopicConfig(reply, 1, 1)

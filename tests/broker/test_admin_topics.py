@@ -161,3 +161,15 @@ def test_delete_topic_removes_config_and_consume_queues_keeps_offsets(tmp_path):
     with BrokerThread(root) as bt:
         assert bt.broker.store.get_max_offset_in_queue("DelT", 0) == 1
         assert bt.broker.store.get_max_offset_in_queue("DelT", 1) == 1
+
+
+def test_the_system_topics_are_created_as_4_9_8_creates_them(tmp_path):
+    """The cluster's and the broker's own topic: INHERIT, with READ and WRITE while clusterTopicEnable /
+    brokerTopicEnable (TopicConfigManager's constructor) -- as the interop tier's topics.json comparison found."""
+    with BrokerThread(tmp_path / "on") as bt:
+        table = bt.broker.topics.table
+        assert (table["DefaultCluster"].perm, table["DefaultCluster"].write_queue_nums) == (7, 16)
+        assert (table["broker-a"].perm, table["broker-a"].write_queue_nums) == (7, 1)
+    with BrokerThread(tmp_path / "off", cluster_topic_enable=False, broker_topic_enable=False) as bt:
+        table = bt.broker.topics.table
+        assert table["DefaultCluster"].perm == table["broker-a"].perm == 1
