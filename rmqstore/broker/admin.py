@@ -32,9 +32,30 @@ from .groups import SubscriptionGroupConfig
 from .headers import BodyError, Header, HeaderError, json_body
 from .topics import TopicConfig, validate_topic
 
-__all__ = ["AdminBrokerProcessor", "TOPIC_FILTER_TYPES"]
+__all__ = ["AdminBrokerProcessor", "TOPIC_FILTER_TYPES", "DIFFERENCES"]
 
 log = logging.getLogger(__name__)
+
+#: where the admin requests deliberately differ from Apache RocketMQ 4.9.8
+DIFFERENCES = {
+    "delete_topic_queues": "DELETE_TOPIC_IN_BROKER destroys the consume queues of the topic deleted. 4.9.8's "
+                           "cleanUnusedTopic destroys those of every topic missing from the topic table (but "
+                           "SCHEDULE_TOPIC_XXXX and RMQ_SYS_TRANS_OP_HALF_TOPIC) -- with a half message parked before "
+                           "the transaction check first listed RMQ_SYS_TRANS_HALF_TOPIC, or a topics.json that lost "
+                           "entries, that sweeps queues nobody asked to delete.",
+    "config_order": "topics.json, subscriptionGroup.json, the broker.conf UPDATE_BROKER_CONFIG rewrites and the "
+                    "GET_BROKER_CONFIG text list their entries sorted by name; 4.9.8 writes them in the order of its "
+                    "hash maps. Each entry is the same text.",
+    "config_keys_unused": "GET_BROKER_CONFIG answers every 4.9.8 key; the ones rmqstore does not use (thread pools, "
+                          "file deletion, DLedger...) show 4.9.8's default, or broker.conf's value, and an update of "
+                          "one is kept, answered and persisted but changes nothing. rmqstore's own keys "
+                          "(maxConnections, serverFrameTimeoutSeconds, ...) are answered beside them; rocketmqHome is "
+                          "not (there is no RocketMQ home).",
+    "broker_properties_path": "Started without a broker.conf, UPDATE_BROKER_CONFIG persists to "
+                              "<store>/config/broker.properties; 4.9.8 writes ~/store/config/broker.properties -- the "
+                              "same file for a store in 4.9.8's default place, and a broker never writes outside its "
+                              "store and its broker.conf.",
+}
 
 #: TopicFilterType's names
 TOPIC_FILTER_TYPES = ("SINGLE_TAG", "MULTI_TAG")

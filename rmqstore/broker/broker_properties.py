@@ -134,7 +134,10 @@ class BrokerProperties:
             if key in current:
                 self._set(key, value)
         self.data_version = {"counter": self.data_version["counter"] + 1, "timestamp": int(time.time() * 1000)}
-        write_config_file(self.path(), self.text())
+        try:
+            write_config_file(self.path(), self.text())
+        except OSError as exc:  # 4.9.8 logs it too: the new values are in effect, the file is as it was
+            log.error("persisting the broker configuration to %s failed: %s", self.path(), exc)
         if "brokerPermission" in props:
             self.broker.topics.changed()  # registerBrokerAll: a new data version, sent at once
             self.broker.registration.register_soon()

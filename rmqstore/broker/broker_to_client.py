@@ -30,12 +30,21 @@ from .headers import Header
 from .jsonfmt import dumps
 from .message_queue import MessageQueue
 
-__all__ = ["Broker2Client", "CALL_CLIENT_TIMEOUT"]
+__all__ = ["Broker2Client", "CALL_CLIENT_TIMEOUT", "DIFFERENCES"]
 
 log = logging.getLogger(__name__)
 
 #: seconds the broker waits for a client's answer (``callClient``'s 10000 ms)
 CALL_CLIENT_TIMEOUT = 10.0
+
+#: where the broker's requests to its clients deliberately differ from Apache RocketMQ 4.9.8
+DIFFERENCES = {
+    "consumer_status": "INVOKE_BROKER_TO_GET_CONSUMER_STATUS (223, GET_CONSUMER_STATUS_FROM_CLIENT to each client) "
+                       "is not answered: no command of 4.9.8's mqadmin sends it (getConsumerStatus is not among "
+                       "MQAdminStartup's commands; consumerStatus asks GET_CONSUMER_RUNNING_INFO).",
+    "call_client_remarks": "A client that does not answer in time, or whose connection fails, is named in the "
+                           "remark with our exception's text where 4.9.8 appends its Java stack frame.",
+}
 
 
 class Broker2Client:

@@ -132,3 +132,13 @@ def test_the_cli_hands_its_conf_path_to_the_broker(tmp_path):
                               ha_listen=None, acl=None, store=None)
     root, broker_config, *_ = _configs(args)
     assert broker_config.broker_config_path == os.path.abspath(conf)
+
+
+def test_a_conf_that_cannot_be_written_keeps_the_update_in_effect(tmp_path):
+    """As 4.9.8's Configuration.persist: the failure is logged, the new value is in effect, the answer SUCCESS."""
+    conf = tmp_path / "missing-folder" / "broker.conf"  # a file under a path that is a file: not writable
+    (tmp_path / "missing-folder").write_text("not a folder", encoding="utf-8")
+    with BrokerThread(tmp_path / "store", broker_config_path=str(conf)) as bt:
+        r = update_config(bt, shortPollingTimeMills="300")
+        assert (r.code, r.remark) == (ResponseCode.SUCCESS, None)
+        assert bt.broker.config.short_polling_time_mills == 300
