@@ -96,3 +96,11 @@ def test_a_slave_refuses_group_changes(tmp_path):
             r = bt.invoke(request)
             assert r.code == ResponseCode.SYSTEM_ERROR and r.remark.startswith("Can't modify topic or subscription")
         assert "GroupA" not in bt.broker.groups.table and "TOOLS_CONSUMER" in bt.broker.groups.table
+
+
+def test_the_system_groups_are_4_9_8s(tmp_path):
+    """SubscriptionGroupManager.init's seven groups, and no other (the interop tier's comparison found an eighth)."""
+    with BrokerThread(tmp_path / "store") as bt:
+        assert set(bt.broker.groups.table) == {"TOOLS_CONSUMER", "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP",
+                                               "CID_ONS-HTTP-PROXY", "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION",
+                                               "CID_ONSAPI_OWNER"}
