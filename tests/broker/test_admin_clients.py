@@ -286,3 +286,12 @@ def test_reset_offset_refusals(broker):
                                                                  "version=V3_0_6")
     finally:
         old.close()
+
+
+def test_version_desc_is_mqversion_get_version_desc():
+    """MQVersion.Version's ordinals, at the seams of its list (read from 4.9.8's enum: 613 names)."""
+    from rmqstore.broker.clients import version_desc
+    assert [version_desc(v) for v in (0, 1, 15, 16, 45, 46, 66, 86, 87, 409, 410, 611, 612, 9999)] == [
+        "V3_0_0_SNAPSHOT", "V3_0_0_ALPHA1", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V3_0_15", "V3_1_0_SNAPSHOT",
+        "V3_2_0_SNAPSHOT", "V3_3_1_SNAPSHOT", "V3_3_1", "V4_9_8", "V4_9_9_SNAPSHOT", "V5_9_9", "HIGHER_VERSION",
+        "HIGHER_VERSION"]
