@@ -347,23 +347,27 @@ class MessageStore(PutPath, StoreLock):
         files and folder are deleted and its next queue offset is forgotten, so the topic, created again,
         starts its queues at offset 0.  Its messages stay in the commitlog until it expires.  A file a
         reader still maps is unlinked all the same (its map stays valid until the reader lets go).  The
-        queue ids destroyed."""
-        with self._cq_lock:
-            keys = sorted(key for key in self.consume_queue_table if key[0] == topic)
-            queues = [self.consume_queue_table.pop(key) for key in keys]
-        with self.commit_log.put_message_lock:
-            for key in keys:
-                self.commit_log.topic_queue_table.pop(key, None)
-        for cq in queues:
-            files = [mf.file_name for mf in cq.mapped_file_queue.mapped_files]
-            cq.destroy()
-            for name in files:
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(name)
+        queue ids destroyed.  No dispatch pass runs meanwhile: one under way could be writing to these queues
+        (or making their folders), and a pass that fails stops the store's puts.  The topic's next queue offsets
+        go under the put lock, so a message put meanwhile starts its queue over at 0 -- and is dispatched to
+        a new queue after this returns."""
+        with self.reput_message_service.paused():
+            with self._cq_lock:
+                keys = sorted(key for key in self.consume_queue_table if key[0] == topic)
+                queues = [self.consume_queue_table.pop(key) for key in keys]
+            with self.commit_log.put_message_lock:
+                for key in [key for key in self.commit_log.topic_queue_table if key[0] == topic]:
+                    del self.commit_log.topic_queue_table[key]
+            for cq in queues:
+                files = [mf.file_name for mf in cq.mapped_file_queue.mapped_files]
+                cq.destroy()
+                for name in files:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(name)
+                with contextlib.suppress(OSError):
+                    os.rmdir(cq.store_path)
             with contextlib.suppress(OSError):
-                os.rmdir(cq.store_path)
-        with contextlib.suppress(OSError):
-            os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
+                os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
         return [queue_id for _, queue_id in keys]
 
     def _load_consume_queues(self) -> None:

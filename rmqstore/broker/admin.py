@@ -23,6 +23,7 @@ A slave refuses every change with 4.9.8's remark: its tables come from its maste
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from ..config import BrokerRole
@@ -106,14 +107,15 @@ class AdminBrokerProcessor:
         self.broker.topics.put(config)
         return req.response(ResponseCode.SUCCESS)
 
-    def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+    async def delete_topic(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
         topic = Header(req.ext_fields).str("topic")
         log.info("deleteTopic called by %s", conn.remote_addr_text)
         refusal = self._refused(req, topic)
         if refusal is not None:
             return refusal
         self.broker.topics.delete(topic)
-        self.broker.store.destroy_topic_queues(topic)
+        # off the loop: it waits for a dispatch pass under way to finish
+        await asyncio.get_running_loop().run_in_executor(None, self.broker.store.destroy_topic_queues, topic)
         return req.response(ResponseCode.SUCCESS)
 
     def get_all_topic_config(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
