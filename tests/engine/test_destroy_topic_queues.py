@@ -9,20 +9,10 @@ from __future__ import annotations
 
 import logging
 import os
-import sys
 import threading
 
-import pytest
-
 from rmqstore import Message, MessageStore, StoreConfig
-
-
-@pytest.fixture(autouse=True)
-def eager_thread_switches():
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-5)
-    yield
-    sys.setswitchinterval(old)
+from test_concurrency import eager_thread_switches  # noqa: F401 -- autouse: writers and the dispatch interleave
 
 
 def _config() -> StoreConfig:
