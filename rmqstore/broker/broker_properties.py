@@ -104,9 +104,10 @@ class BrokerProperties:
             for f in fields(obj):
                 if not f.metadata.get("property", True):
                     continue
+                key = _KEY_BY_FIELD.get((which, f.name), _camel(f.name))
                 text = property_text(getattr(obj, f.name))
-                if text is not None:
-                    out[_KEY_BY_FIELD.get((which, f.name), _camel(f.name))] = text
+                if text is not None and not (text == "" and key in _NULL_DEFAULT_KEYS):
+                    out[key] = text
         config = self.broker.config
         out["storePathRootDir"] = config.store_path_root_dir or self.broker.store_root
         out["brokerIP2"] = config.broker_ip2 or config.broker_ip1  # "" means brokerIP1 here

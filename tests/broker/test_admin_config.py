@@ -50,6 +50,7 @@ def test_get_broker_config_answers_every_4_9_8_key_with_this_brokers_values(tmp_
         # and rmqstore's own keys beside them
         assert props["maxConnections"] == "1024" and props["serverFrameTimeoutSeconds"] == "30"
         assert "brokerConfigPath" not in props and "rocketmqHome" not in props
+        assert "namesrvAddr" not in props and "haMasterAddress" not in props  # null in 4.9.8 until set
 
 
 def test_update_broker_config_takes_effect_and_persists_in_the_brokers_conf(tmp_path):
