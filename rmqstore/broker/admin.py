@@ -6,8 +6,8 @@ These are the requests ``mqadmin`` (and the RocketMQ Dashboard) send for ``updat
 
 * UPDATE_AND_CREATE_TOPIC (17) puts a topic config from the header (queue counts, permission,
   filter type, system flag -- never the ``order`` flag, which 4.9.8 keeps in the name server's KV
-  config), persists ``config/topics.json`` and re-registers with the name servers at once; the
-  embedded name server routes from the live table.  DELETE_TOPIC_IN_BROKER (215) removes the
+  config), persists ``config/topics.json`` and re-registers with the name servers at once
+  (``TopicConfigManager.on_change``).  DELETE_TOPIC_IN_BROKER (215) removes the
   config and the topic's consume queues (files and next queue offsets); the consumer offsets of
   groups stay, as in 4.9.8, and the route on the name servers is the admin's to delete
   (DELETE_TOPIC_IN_NAMESRV).  Neither touches a system topic (``TopicValidator.isSystemTopic``).
