@@ -232,7 +232,7 @@ class CommitLog:
         self.mapped_file_queue = MappedFileQueue(store_path, config.mapped_file_size_commit_log,
                                                  allocate_service, read_only=read_only,
                                                  transient_store_pool=transient_store_pool)
-        self.topic_queue_table: dict[str, int] = {}
+        self.topic_queue_table: dict[tuple[str, int], int] = {}  # (topic, queue id) -> next queue offset
         self.put_message_lock = (threading.RLock() if config.use_reentrant_lock_when_put_message
                                  else PutMessageSpinLock())
         self.encoder = MessageEncoder(config.max_message_size, Address.parse(config.store_host))

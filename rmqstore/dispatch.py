@@ -52,6 +52,7 @@ record again (RocketMQ's reput moves on past it and the queue never gets the uni
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import struct
 import threading
@@ -282,6 +283,13 @@ class ReputMessageService:
         self._wake.set()
         if self._thread is not None:
             self._thread.join()
+
+    @contextlib.contextmanager
+    def paused(self):
+        """No dispatch pass runs inside this block (a pass under way finishes first): the store destroys a
+        topic's consume queues in one (:meth:`rmqstore.store.MessageStore.destroy_topic_queues`)."""
+        with self._lock:
+            yield
 
     def behind(self) -> int:
         return self.store.commit_log.get_max_offset() - self.reput_from_offset

@@ -40,6 +40,7 @@ the same process.  Either refusal happens before anything in the directory is to
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -60,7 +61,7 @@ from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeServic
 from .ha import HAService
 from .store_checks import TOPIC_PATTERN
 from .store_lock import StoreLock
-from .store_paths import abort_path, commitlog_dir
+from .store_paths import abort_path, commitlog_dir, consume_queue_dir
 from .store_put import PutPath, StoreStats
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
@@ -343,6 +344,34 @@ class MessageStore(PutPath, StoreLock):
                                       read_only=self.read_only, native=self.config.native)
                     self.consume_queue_table[key] = cq
         return cq
+
+    def destroy_topic_queues(self, topic: str) -> list[int]:
+        """A deleted topic's consume queues go (RocketMQ's ``cleanUnusedTopic`` for one topic): each queue's
+        files and folder are deleted and its next queue offset is forgotten, so the topic, created again,
+        starts its queues at offset 0.  Its messages stay in the commitlog until it expires.  A file a
+        reader still maps is unlinked all the same (its map stays valid until the reader lets go).  The
+        queue ids destroyed.  No dispatch pass runs meanwhile: one under way could be writing to these queues
+        (or making their folders), and a pass that fails stops the store's puts.  The topic's next queue offsets
+        go under the put lock, so a message put meanwhile starts its queue over at 0 -- and is dispatched to
+        a new queue after this returns."""
+        with self.reput_message_service.paused():
+            with self._cq_lock:
+                keys = sorted(key for key in self.consume_queue_table if key[0] == topic)
+                queues = [self.consume_queue_table.pop(key) for key in keys]
+            with self.commit_log.put_message_lock:
+                for key in [key for key in self.commit_log.topic_queue_table if key[0] == topic]:
+                    del self.commit_log.topic_queue_table[key]
+            for cq in queues:
+                files = [mf.file_name for mf in cq.mapped_file_queue.mapped_files]
+                cq.destroy()
+                for name in files:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.remove(name)
+                with contextlib.suppress(OSError):
+                    os.rmdir(cq.store_path)
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
+        return [queue_id for _, queue_id in keys]
 
     def _load_consume_queues(self) -> None:
         """Map every consume queue on disk (recovery recovers them: rmqstore.recovery)."""

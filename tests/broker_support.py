@@ -12,9 +12,11 @@ from __future__ import annotations
 from rmqstore.broker import Broker, BrokerConfig, NameServer
 from rmqstore.broker.background import ServiceThread as _LoopThread
 from rmqstore.config import StoreConfig
+from rmqstore.broker.jsonfmt import loads
 from rmqstore.remoting import Limits, RemotingClient
+from rmqstore.store_paths import config_path
 
-__all__ = ["BrokerThread", "NamesrvThread", "small_store_config"]
+__all__ = ["BrokerThread", "NamesrvThread", "small_store_config", "invoke_at", "config_json"]
 
 
 def small_store_config(**overrides) -> StoreConfig:
@@ -22,6 +24,26 @@ def small_store_config(**overrides) -> StoreConfig:
               max_hash_slot_num=1000, max_index_num=4000)
     kw.update(overrides)
     return StoreConfig(**kw)
+
+
+def config_json(root, name: str):
+    """The parsed content of the store's ``config/<name>`` (topics.json, subscriptionGroup.json, ...)."""
+    with open(config_path(str(root), name), encoding="utf-8") as f:
+        return loads(f.read())
+
+
+def invoke_at(thread: _LoopThread, address: str, request, timeout: float = 10.0):
+    """The answer of the server at ``address`` to ``request``, over a connection of its own opened and closed on
+    ``thread``'s loop."""
+    host, port = address.rsplit(":", 1)
+
+    async def ask():
+        client = await RemotingClient().connect(host, int(port))
+        try:
+            return await client.invoke(request, timeout)
+        finally:
+            await client.close()
+    return thread.call(ask())
 
 
 class BrokerThread(_LoopThread):
@@ -43,6 +65,10 @@ class BrokerThread(_LoopThread):
 
     def client(self) -> RemotingClient:
         return self.call(RemotingClient().connect("127.0.0.1", self.port))
+
+    def invoke(self, request, timeout: float = 10.0):
+        """The broker's answer to ``request`` over a connection of its own."""
+        return invoke_at(self, f"127.0.0.1:{self.port}", request, timeout)
 
 
 class NamesrvThread(_LoopThread):

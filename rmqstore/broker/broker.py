@@ -23,7 +23,9 @@ import logging
 from ..config import BrokerRole, StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
+from .admin import AdminBrokerProcessor
 from .admin_stats import AdminStatsProcessor
+from .broker_to_client import Broker2Client
 from .clients import ClientManager
 from .groups import SubscriptionGroupManager
 from .acl import install_acl
@@ -99,7 +101,8 @@ class Broker:
         self.transaction_service = TransactionService(self)
         self.rebalance_locks = RebalanceLockProcessor()
         for part in (self.send_processor, self.pull_processor, self.send_back_processor, self.clients,
-                     self.transaction_service, OffsetQueries(self), self.rebalance_locks, AdminStatsProcessor(self)):
+                     self.transaction_service, OffsetQueries(self), self.rebalance_locks, AdminStatsProcessor(self),
+                     AdminBrokerProcessor(self), Broker2Client(self)):
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits,
                                   config=embedded_namesrv_config(self.config_dir())) if namesrv_listen else None

@@ -82,6 +82,7 @@ def _configs(args):
         with open(args.config, encoding="utf-8") as f:
             text = f.read()
         broker_config, store_config, unknown = load_broker_conf(text)
+        broker_config.broker_config_path = os.path.abspath(args.config)  # where UPDATE_BROKER_CONFIG persists
         given = parse_properties_text(text)
     else:
         broker_config, store_config, unknown = BrokerConfig(), StoreConfig(), []

@@ -2,15 +2,19 @@
 
 A ``broker.conf`` is a Java properties file mixing BrokerConfig, NettyServerConfig and
 MessageStoreConfig keys in camelCase (``brokerName=broker-a``, ``flushDiskType=SYNC_FLUSH``).
-:func:`load_broker_conf` splits it: keys of :class:`BrokerConfig` land there, store keys go
-through :meth:`StoreConfig.from_manifest` (the one camelCase-to-field mapping the project
-has), each value converted to the type of the field's default.  Defaults are RocketMQ
-4.9.8's, except the listen address, which is loopback unless asked.
+:func:`load_broker_conf` splits it: :func:`field_of` is the one mapping from a key to a field
+of :class:`BrokerConfig` or of :class:`~rmqstore.config.StoreConfig` (case and underscores
+aside, RocketMQ's old ``maped`` spelling read as ``mapped``), and :func:`convert_value` turns
+the text into the field's type.  A key that maps to no field is kept in
+``BrokerConfig.properties`` -- a 4.9.8 broker keeps every key of its broker.conf in its
+configuration too, and answers them to GET_BROKER_CONFIG (:mod:`rmqstore.broker.broker_properties`).
+Defaults are RocketMQ 4.9.8's, except the listen address, which is loopback unless asked.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 import socket
 from dataclasses import dataclass, fields
@@ -18,7 +22,8 @@ from dataclasses import dataclass, fields
 from ..config import StoreConfig
 from ..errors import RmqStoreError
 
-__all__ = ["BrokerConfig", "load_broker_conf", "parse_properties_text", "BrokerConfigError", "camel_to_snake"]
+__all__ = ["BrokerConfig", "load_broker_conf", "parse_properties_text", "BrokerConfigError", "camel_to_snake",
+           "field_of", "convert_value", "property_text"]
 
 
 class BrokerConfigError(RmqStoreError, ValueError):
@@ -63,6 +68,12 @@ class BrokerConfig:
     acl_enable: bool = False  # plain ACL (rmqstore.broker.acl): check every request against acl_file's rules
     acl_file: str = ""  # ours: the plain_acl.yml (RocketMQ: conf/plain_acl.yml of ROCKETMQ_HOME); the CLI
     # fills in the one beside broker.conf
+    #: the broker.conf the broker started with (BrokerPathConfigHelper's brokerConfigPath): where
+    #: UPDATE_BROKER_CONFIG persists the configuration; "" = <store>/config/broker.properties.  Not a property.
+    broker_config_path: str = dataclasses.field(default="", metadata={"property": False})
+    #: broker.conf's keys that are no field here (4.9.8's keys rmqstore does not use, and any other): kept,
+    #: answered and persisted as 4.9.8 keeps every key of its broker.conf.  Not a property itself.
+    properties: dict = dataclasses.field(default_factory=dict, metadata={"property": False})
 
     @property
     def broker_addr(self) -> str:
@@ -87,40 +98,85 @@ def parse_properties_text(text: str) -> dict[str, str]:
     return out
 
 
-def _convert(name: str, default, value: str):
-    if isinstance(default, bool):
+def _normal(name: str) -> str:
+    return name.replace("_", "").lower().replace("maped", "mapped")
+
+
+def _fields_by_normal_name(cls) -> dict[str, str]:
+    return {_normal(f.name): f.name for f in fields(cls) if f.metadata.get("property", True)}
+
+
+_BROKER_FIELDS = _fields_by_normal_name(BrokerConfig)
+_STORE_FIELDS = _fields_by_normal_name(StoreConfig)
+
+
+def field_of(key: str) -> tuple[str, str] | None:
+    """``("broker", field)`` or ``("store", field)`` for a broker.conf key, or None when neither config has it.
+    Case and underscores do not count (``checkCRCOnRecover`` is ``check_crc_on_recover``), and RocketMQ's old
+    ``maped`` is read as ``mapped``."""
+    normal = _normal(key)
+    if normal in _BROKER_FIELDS:
+        return "broker", _BROKER_FIELDS[normal]
+    if normal in _STORE_FIELDS:
+        return "store", _STORE_FIELDS[normal]
+    return None
+
+
+def convert_value(key: str, current, value: str):
+    """``value`` (a property's text) as the type of ``current`` (the field's value or default); BrokerConfigError
+    naming the key when it is not one."""
+    if isinstance(current, bool):
         if value.lower() not in ("true", "false"):
-            raise BrokerConfigError(f"{name}={value!r}: expected true or false")
+            raise BrokerConfigError(f"{key}={value!r}: expected true or false")
         return value.lower() == "true"
-    if isinstance(default, int):
+    if isinstance(current, enum.Enum):
+        try:
+            return type(current)(value)
+        except ValueError:
+            names = ", ".join(m.value for m in type(current))
+            raise BrokerConfigError(f"{key}={value!r}: expected one of {names}") from None
+    if isinstance(current, int):
         try:
             return int(value)
         except ValueError:
-            raise BrokerConfigError(f"{name}={value!r}: expected an integer") from None
+            raise BrokerConfigError(f"{key}={value!r}: expected an integer") from None
     return value
 
 
+def property_text(value) -> str | None:
+    """A field's value as a property's text, Java's ``toString`` (None for a value not set)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    return str(value)
+
+
 def load_broker_conf(text: str) -> tuple[BrokerConfig, StoreConfig, list[str]]:
-    """(broker config, store config, keys neither knows) of a broker.conf's text."""
-    props = parse_properties_text(text)
-    broker_fields = {f.name: f for f in fields(BrokerConfig)}
-    store_defaults = StoreConfig()
-    store_names = {f.name for f in fields(StoreConfig)}
-    broker_kwargs, store_values, unknown = {}, {}, []
-    for key, value in props.items():
-        name = camel_to_snake(key).replace("maped", "mapped")
-        if name in ("broker_i_p1", "broker_i_p2"):
-            name = "broker_ip" + name[-1]
-        if name in broker_fields:
-            f = broker_fields[name]
-            default = f.default if f.default is not dataclasses.MISSING else ""
-            broker_kwargs[name] = _convert(key, default, value)
-        elif name in store_names:
-            store_values[key] = _convert(key, getattr(store_defaults, name), value)
+    """(broker config, store config, keys neither uses) of a broker.conf's text.  The keys neither uses are in
+    ``BrokerConfig.properties``; the list leaves out 4.9.8's own keys at their defaults (a broker.conf that
+    RocketMQ, or UPDATE_BROKER_CONFIG, wrote in full), so it names what was set in vain."""
+    from .config_defaults import rocketmq_defaults
+
+    defaults = rocketmq_defaults()
+    broker_defaults, store_defaults = BrokerConfig(), StoreConfig()
+    broker_kwargs: dict = {"properties": {}}
+    store_kwargs: dict = {}
+    unknown = []
+    for key, value in parse_properties_text(text).items():
+        target = field_of(key)
+        if target is None:
+            broker_kwargs["properties"][key] = value
+            if defaults.get(key) != value:
+                unknown.append(key)
+        elif target[0] == "broker":
+            broker_kwargs[target[1]] = convert_value(key, getattr(broker_defaults, target[1]), value)
         else:
-            unknown.append(key)
+            store_kwargs[target[1]] = convert_value(key, getattr(store_defaults, target[1]), value)
     try:
-        store = StoreConfig.from_manifest(store_values)
+        store = StoreConfig(**store_kwargs)
     except ValueError as exc:
         raise BrokerConfigError(f"broker.conf: {exc}") from None
     return BrokerConfig(**broker_kwargs), store, unknown

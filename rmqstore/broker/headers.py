@@ -1,10 +1,11 @@
-"""Reading a request's custom header (its extFields) as RocketMQ's typed header classes do.
+"""Reading a request's custom header (its extFields) as RocketMQ's typed header classes do, and its JSON body.
 
 Java decodes extFields into a header object field by field: a missing ``@CFNotNull`` field
 or a value that is not a number where a number belongs throws, and the request is answered
 SYSTEM_ERROR with the exception's text.  :class:`Header` does the same with
 :class:`HeaderError`, which the connection turns into that answer
-(:meth:`rmqstore.remoting.server.Connection.run_processor`).
+(:meth:`rmqstore.remoting.server.Connection.run_processor`).  A JSON body (a heartbeat, a
+subscription group) that does not parse into an object is a :class:`BodyError`, answered alike.
 """
 
 from __future__ import annotations
@@ -12,14 +13,30 @@ from __future__ import annotations
 import builtins
 
 from ..errors import RmqStoreError
+from .jsonfmt import loads
 
-__all__ = ["Header", "HeaderError"]
+__all__ = ["Header", "HeaderError", "BodyError", "json_body"]
 
 _MISSING = object()
 
 
 class HeaderError(RmqStoreError, ValueError):
     """A custom header field is missing or not of its type."""
+
+
+class BodyError(RmqStoreError, ValueError):
+    """A request body that is not what its request code carries."""
+
+
+def json_body(body: bytes, what: str) -> dict:
+    """The JSON object (fastjson's text) ``body`` holds; :class:`BodyError` naming ``what`` when it holds none."""
+    try:
+        data = loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BodyError(f"the {what} body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BodyError(f"the {what} body is not a JSON object")
+    return data
 
 
 class Header:

@@ -156,11 +156,14 @@ class ConfigTable:
         if isinstance(data.get("dataVersion"), dict):
             self.data_version = data["dataVersion"]
 
-    def persist(self) -> None:
+    def encode(self, pretty: bool = False) -> str:
+        """The file's text (``ConfigManager.encode``): what is persisted (pretty) and what an admin asks for."""
         with self._lock:
-            text = dumps({"dataVersion": self.data_version,
-                          self.table_key: {k: v.to_json() for k, v in sorted(self.table.items())}}, pretty=True)
-        write_config_file(self.path, text)
+            return dumps({"dataVersion": self.data_version,
+                          self.table_key: {k: v.to_json() for k, v in sorted(self.table.items())}}, pretty=pretty)
+
+    def persist(self) -> None:
+        write_config_file(self.path, self.encode(pretty=True))
 
     def changed(self) -> None:
         """Count a change (``dataVersion.nextVersion``) and write the file."""

@@ -51,6 +51,17 @@ class ConsumerOffsetManager:
         with self._lock:
             return self.table.get(topic + TOPIC_GROUP_SEPARATOR + group, {}).get(queue_id, -1)
 
+    def remove_offset(self, group: str) -> list[str]:
+        """``removeOffset``: forget every offset of ``group`` (a deleted subscription group); the keys removed.
+        Written with the next persist."""
+        with self._lock:
+            gone = [key for key in self.table if key.split(TOPIC_GROUP_SEPARATOR)[1:] == [group]]
+            for key in gone:
+                del self.table[key]
+                log.warning("clean group offset %s", key)
+            self._dirty = self._dirty or bool(gone)
+        return gone
+
     def load(self) -> None:
         data = read_config_file(self.path)
         if not isinstance(data, dict):

@@ -26,7 +26,8 @@ from ..store_paths import TOPICS_JSON, config_path
 
 __all__ = ["PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TopicConfig", "TopicConfigManager",
            "validate_topic", "AUTO_CREATE_TOPIC_KEY_TOPIC", "SCHEDULE_TOPIC", "RETRY_GROUP_TOPIC_PREFIX",
-           "DLQ_GROUP_TOPIC_PREFIX", "NOT_ALLOWED_SEND_TOPICS", "retry_topic", "is_writeable", "is_readable"]
+           "DLQ_GROUP_TOPIC_PREFIX", "NOT_ALLOWED_SEND_TOPICS", "retry_topic", "is_writeable", "is_readable",
+           "SYSTEM_TOPICS", "SYSTEM_TOPIC_PREFIX", "TRACE_TOPIC", "TRANS_HALF_TOPIC", "TRANS_OP_HALF_TOPIC"]
 
 log = logging.getLogger(__name__)
 _throttled = LogThrottle(log)  # sends name any topic they like: a few refusals a minute reach the log
@@ -41,11 +42,18 @@ SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 #: TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET
 NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
                                      TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC})
+
+#: TopicValidator.SYSTEM_TOPIC_SET as it starts; a broker adds its cluster's and its own name and its reply topic
+SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, BENCHMARK_TOPIC, TRANS_HALF_TOPIC, TRACE_TOPIC,
+                           TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT})
+#: any topic with this prefix is a system topic too
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 TOPIC_MAX_LENGTH = 127
@@ -114,32 +122,49 @@ class TopicConfigManager(ConfigTable):
 
     def _add_system_topics(self) -> None:
         bc = self.broker_config
+        reply = bc.broker_cluster_name + "_REPLY_TOPIC"
+        #: TopicValidator's system topics with this broker's own: neither created nor deleted by an admin
+        self.system_topics = SYSTEM_TOPICS | {bc.broker_cluster_name, bc.broker_name, reply}
         self.table[SELF_TEST_TOPIC] = TopicConfig(SELF_TEST_TOPIC, 1, 1)
         if bc.auto_create_topic_enable:
             n = bc.default_topic_queue_nums
             self.table[AUTO_CREATE_TOPIC_KEY_TOPIC] = TopicConfig(
                 AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, PERM_INHERIT | PERM_READ | PERM_WRITE)
         self.table[BENCHMARK_TOPIC] = TopicConfig(BENCHMARK_TOPIC, 1024, 1024)
-        perm = PERM_INHERIT if bc.cluster_topic_enable else 0
+        perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if bc.cluster_topic_enable else 0)
         self.table[bc.broker_cluster_name] = TopicConfig(bc.broker_cluster_name, 16, 16, perm)
-        perm = PERM_INHERIT if bc.broker_topic_enable else 0
-        self.table[bc.broker_name] = TopicConfig(bc.broker_name, 1, 1, perm | PERM_READ | PERM_WRITE)
+        perm = PERM_INHERIT | (PERM_READ | PERM_WRITE if bc.broker_topic_enable else 0)
+        self.table[bc.broker_name] = TopicConfig(bc.broker_name, 1, 1, perm)
         self.table[OFFSET_MOVED_EVENT] = TopicConfig(OFFSET_MOVED_EVENT, 1, 1)
         self.table[SCHEDULE_TOPIC] = TopicConfig(SCHEDULE_TOPIC, self.delay_levels, self.delay_levels)
-        if bc.trace_topic_enable:  # where clients with message trace on write their records
+        if bc.trace_topic_enable:  # where clients with message trace on write their records (a system topic, as 4.9.8)
             self.table[bc.msg_trace_topic_name] = TopicConfig(bc.msg_trace_topic_name, 1, 1)
-        reply = bc.broker_cluster_name + "_REPLY_TOPIC"
+            self.system_topics = self.system_topics | {bc.msg_trace_topic_name}
         self.table[reply] = TopicConfig(reply, 1, 1)
 
     # -- lookups and creation ------------------------------------------------------------------
     def select(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)
 
+    def is_system_topic(self, topic: str) -> bool:
+        """``TopicValidator.isSystemTopic`` on this broker."""
+        return topic in self.system_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
     def put(self, config: TopicConfig) -> None:
+        """``updateTopicConfig``: add or replace a topic, count a data version, persist, tell the name servers."""
         self.table[config.topic_name] = config
         self.changed()
         if self.on_change is not None:
             self.on_change()
+
+    def delete(self, topic: str) -> bool:
+        """``deleteTopicConfig``: False when there was no such topic.  The name servers are not told: the
+        admin deletes the route there itself (DELETE_TOPIC_IN_NAMESRV), as with RocketMQ."""
+        if self.table.pop(topic, None) is None:
+            log.warning("delete topic config failed, topic: %s not exists", topic)
+            return False
+        self.changed()
+        return True
 
     def create_in_send(self, topic: str, default_topic: str, client_queue_nums: int,
                        topic_sys_flag: int = 0) -> TopicConfig | None:
