@@ -21,7 +21,10 @@ that dispatch would log and skip: dispatch stops there (:mod:`rmqstore.dispatch`
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
+
 
 from . import native
 from .errors import StoreError
@@ -239,6 +242,17 @@ class ConsumeQueue:
         self.mapped_file_queue.destroy()
         self.max_physic_offset = -1
         self.min_logic_offset = 0
+
+    def delete_files(self) -> None:
+        """Destroy the queue and delete its files and its folder for good (a deleted topic's queue): a file
+        a reader still maps is unlinked all the same, its map valid until the reader lets go."""
+        files = [mf.file_name for mf in self.mapped_file_queue.mapped_files]
+        self.destroy()
+        for name in files:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(name)
+        with contextlib.suppress(OSError):
+            os.rmdir(self.store_path)
 
     def __repr__(self) -> str:
         return (f"ConsumeQueue({self.topic!r}, {self.queue_id}, min={self.get_min_offset_in_queue()}, "

@@ -362,13 +362,7 @@ class MessageStore(PutPath, StoreLock):
                 for key in [key for key in self.commit_log.topic_queue_table if key[0] == topic]:
                     del self.commit_log.topic_queue_table[key]
             for cq in queues:
-                files = [mf.file_name for mf in cq.mapped_file_queue.mapped_files]
-                cq.destroy()
-                for name in files:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.remove(name)
-                with contextlib.suppress(OSError):
-                    os.rmdir(cq.store_path)
+                cq.delete_files()
             with contextlib.suppress(OSError):
                 os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
         return [queue_id for _, queue_id in keys]
