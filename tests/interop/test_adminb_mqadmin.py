@@ -2,9 +2,9 @@
 updateTopic, deleteTopic (what lands on the broker), updateSubGroup, deleteSubGroup, getBrokerConfig,
 updateBrokerConfig, consumerConnection, producerConnection, consumerStatus and resetOffsetByTime.
 
-Two sides, alike but for the broker: each has a Java name server of its own and a broker ``broker-a`` of cluster
-``DefaultCluster`` registered there -- the Java 4.9.8 broker on one side, an rmqstore broker on the other (so the
-name-server half of a command, DELETE_TOPIC_IN_NAMESRV or GET_BROKER_CLUSTER_INFO, is Apache's on both).  One
+Two sides: a Java name server with the Java 4.9.8 broker ``broker-a`` of cluster ``DefaultCluster``, and a
+standalone ``rmqstore namesrv`` with an rmqstore broker of the same name and cluster (so the name-server half of
+a command, DELETE_TOPIC_IN_NAMESRV or GET_BROKER_CLUSTER_INFO, is ours on our side).  One
 Java program holds a producer and a push consumer per side and sends both sides the same messages; mqadmin runs
 its commands for both sides in one JVM (``MqadminBatch.java``: MQAdminStartup.main0, what bin/mqadmin runs).
 Each command's output is compared side by side after :func:`mask` has replaced what must differ (addresses,
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from broker_support import BrokerThread
+from broker_support import BrokerThread, NamesrvThread
 from rmqstore.broker.config import parse_properties_text
 from rmqstore.broker.config_defaults import MACHINE_KEYS, rocketmq_defaults
 from rmqstore.broker.jsonfmt import loads
@@ -54,7 +54,7 @@ def sides(rmq_java, tmp_path_factory):
     base = tmp_path_factory.mktemp("adminb")
     with contextlib.ExitStack() as stack:
         ns_java = stack.enter_context(rmq_java.java_namesrv(base / "ns-java"))
-        ns_ours = stack.enter_context(rmq_java.java_namesrv(base / "ns-ours"))
+        ns_ours = stack.enter_context(NamesrvThread()).address
         java = stack.enter_context(rmq_java.java_broker(base / "java", {"namesrvAddr": ns_java,
                                                                         "brokerName": "broker-a"}))
         conf = base / "ours" / "broker.conf"

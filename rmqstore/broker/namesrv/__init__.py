@@ -26,4 +26,20 @@ from .server import SCAN_NOT_ACTIVE_BROKER_INTERVAL, NameServer, embedded_namesr
 
 __all__ = ["NameServer", "NamesrvConfig", "KVConfigManager", "RouteInfoManager", "decode_register_body",
            "encode_register_body", "embedded_namesrv_config", "BROKER_CHANNEL_EXPIRED_TIME",
-           "SCAN_NOT_ACTIVE_BROKER_INTERVAL", "MASTER_ID"]
+           "SCAN_NOT_ACTIVE_BROKER_INTERVAL", "MASTER_ID", "DIFFERENCES"]
+
+#: where our name server deliberately differs from Apache RocketMQ 4.9.8's
+DIFFERENCES = {
+    "unknown_code": "A request code the name server does not know is answered REQUEST_CODE_NOT_SUPPORTED; 4.9.8's "
+                    "DefaultRequestProcessor answers nothing and the client times out.",
+    "register_body": "A REGISTER_BROKER body is read by its shape, not by the version the sender names (4.9.8 reads "
+                     "a version-0 sender's body as the bare topic table).",
+    "kv_config_file": "A kvConfig.json that does not parse stops the start with an error naming the file; 4.9.8 "
+                      "starts empty and overwrites the file at the first change.",
+    "bad_values": "PUT_KV_CONFIG without a value and a config update with a value of the wrong type are refused "
+                  "with a remark naming the problem.",
+    "expired_routes": "A route never names a broker past its 120 s expiry, also before the periodic scan runs.",
+    "embedded_files": "The embedded name server keeps kvConfig.json and namesrv.properties in the store's config/ "
+                      "folder; the standalone one under ~/namesrv/, as 4.9.8.",
+    "netty_config": "GET_NAMESRV_CONFIG does not report Netty's thread, buffer and allocator settings.",
+}
