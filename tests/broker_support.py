@@ -9,6 +9,9 @@ when it fails (use them as context managers).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+
 from rmqstore.broker import Broker, BrokerConfig, NameServer
 from rmqstore.broker.background import ServiceThread as _LoopThread
 from rmqstore.config import StoreConfig
@@ -16,7 +19,17 @@ from rmqstore.broker.jsonfmt import loads
 from rmqstore.remoting import Limits, RemotingClient
 from rmqstore.store_paths import config_path
 
-__all__ = ["BrokerThread", "NamesrvThread", "small_store_config", "invoke_at", "config_json"]
+__all__ = ["BrokerThread", "NamesrvThread", "small_store_config", "run_async", "invoke_at", "config_json"]
+
+
+def run_async(coro, timeout: float = 30):
+    """Run ``coro`` to its end on a fresh event loop in a thread of its own and return its result.
+
+    ``asyncio.run`` refuses to start where a loop already runs in the calling thread -- and the browser
+    tier's Playwright (sync API) keeps one running in the main thread for the whole session, so a test
+    that calls ``asyncio.run`` passes alone and fails in the full suite."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, asyncio.wait_for(coro, timeout)).result()
 
 
 def small_store_config(**overrides) -> StoreConfig:

@@ -293,11 +293,12 @@ def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
     except BrokenPipeError:  # e.g. `rmqstore dump ... | head`
         silence_stdout()
         return EXIT_OK
+    except RmqStoreError as exc:  # ours, also where it is an OSError too (an export's folder that exists)
+        io.stderr.write(f"{PROG}: error: {exc}\n")
+        return EXIT_ERROR
     except OSError as exc:  # the system refused the run something: says nothing about the store
         io.stderr.write(f"{PROG}: error: {system_refusal(exc)}\n")
         return EXIT_SYSTEM
-    except RmqStoreError as exc:
-        io.stderr.write(f"{PROG}: error: {exc}\n")
     except KeyboardInterrupt:
         io.stderr.write(f"{PROG}: interrupted\n")
         return 130

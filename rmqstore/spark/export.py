@@ -25,9 +25,15 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
+from ..errors import RmqStoreError
 from .stats import commitlog_frame
 
-__all__ = ["ExportResult", "export", "MODES"]
+__all__ = ["ExportResult", "export", "MODES", "OutputExistsError"]
+
+
+class OutputExistsError(RmqStoreError, FileExistsError):
+    """The export's folder exists and the mode says not to touch it (a FileExistsError to a program, the
+    user's mistake -- exit 2 -- to the command line, not the system refusing the run)."""
 
 #: Spark save modes accepted by :func:`export` (no "ignore": a silent no-op hides mistakes)
 MODES = ("error", "overwrite", "append")
@@ -53,7 +59,7 @@ def export(spark, paths: Iterable, out, *, body: bool = True, partition_by: Iter
         raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
     out = os.path.abspath(os.fspath(out))
     if mode == "error" and os.path.exists(out):
-        raise FileExistsError(f"{out} already exists (export with mode='overwrite' to replace it)")
+        raise OutputExistsError(f"{out} already exists (export with mode='overwrite' to replace it)")
     columns = _partition_columns(partition_by)
     df = commitlog_frame(spark, paths, body=body, split_size=split_size)
     unknown = [c for c in columns if c not in df.columns]

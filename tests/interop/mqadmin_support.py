@@ -23,13 +23,14 @@ there).  One Java broker per test module and one traffic program per side keep J
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import re
 from dataclasses import dataclass
 from typing import Callable
 
 from rmqstore.remoting import RemotingClient, RemotingCommand, ResponseCode
+
+from broker_support import run_async
 
 from .rmqjava import JavaDist, case_lines
 
@@ -166,4 +167,4 @@ def answers(address: str, code: int, timeout: float = 10) -> bool:
             return (await client.invoke(RemotingCommand(code, {}), timeout)).code
         finally:
             await client.close()
-    return asyncio.run(ask()) != ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+    return run_async(ask()) != ResponseCode.REQUEST_CODE_NOT_SUPPORTED

@@ -28,7 +28,7 @@ import time
 import pytest
 
 from .rmqjava import JAVA_DIR
-from broker_support import BrokerThread, NamesrvThread, small_store_config
+from broker_support import BrokerThread, NamesrvThread, run_async, small_store_config
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from test_broker_protocol import send_v2
@@ -56,7 +56,7 @@ def produce(address: str, topic: str, per_queue: int, queues: int = 4, body=lamb
         finally:
             await client.close()
 
-    asyncio.run(run())
+    run_async(run(), 120)
 
 
 class JavaConsumer:
@@ -263,8 +263,8 @@ async def _lock_script(address: str, broker_name: str) -> list[str]:
 
 
 def test_lock_answers_are_the_java_brokers(java_broker, tmp_path):
-    java = asyncio.run(_lock_script(java_broker[1], "broker-a"))
+    java = run_async(_lock_script(java_broker[1], "broker-a"), 120)
     with BrokerThread(tmp_path / "store") as bt:
-        ours = asyncio.run(_lock_script(bt.broker.address, "broker-a"))
+        ours = run_async(_lock_script(bt.broker.address, "broker-a"), 120)
     assert java[0] == "a A lock [0, 1] -> code=0 [0, 1]" and java[-2] == "b B lock [0, 1, 2, 3] -> code=0 [1, 2, 3]", java
     assert ours == java, "\n".join(["ours:", *ours, "java:", *java])

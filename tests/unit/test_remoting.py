@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import json
 import logging
 import re
@@ -14,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from broker_support import run_async
 from rmqstore.broker.headers import HeaderError
 from rmqstore.remoting import (MAX_FRAME_LENGTH, FrameDecoder, Limits, RemotingClient, RemotingCommand,
                                RemotingFrameError, RemotingServer, ResponseCode, SerializeType, encode_frame,
@@ -107,11 +107,7 @@ def test_frames_cut_before_bad_bytes_come_back_with_the_error():
 # -- server and client ---------------------------------------------------------------------
 
 def _run(coro):
-    """Run ``coro`` on a fresh event loop in a thread of its own: the browser tier's Playwright
-    (sync API) keeps a loop running in the main thread for the whole session, where
-    ``asyncio.run`` refuses to start."""
-    with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        return pool.submit(asyncio.run, asyncio.wait_for(coro, 30)).result()
+    return run_async(coro, 30)
 
 
 async def _server(limits=None) -> RemotingServer:
