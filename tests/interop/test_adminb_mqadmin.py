@@ -16,11 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import os
 import re
-import signal
-import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +28,8 @@ from rmqstore.broker.config import parse_properties_text
 from rmqstore.broker.config_defaults import MACHINE_KEYS, rocketmq_defaults
 from rmqstore.broker.jsonfmt import loads
 
-from .rmqjava import JAVA_DIR, case_lines
+from .java_clients import JavaClients
+from .rmqjava import case_lines
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -277,67 +274,17 @@ def test_with_the_embedded_name_server(rmq_java, tmp_path):
 
 # -- clients --------------------------------------------------------------------------------------
 
-class JavaClients:
-    """``AdminbClients.java`` running beside the tests: its output lines as they come."""
-
-    def __init__(self, rmq_java, sides: dict[str, Side]):
-        cmd = [str(rmq_java.root / "bin" / "rmq-java"), str(JAVA_DIR / "AdminbClients.java"), CLIENT_TOPIC,
-               *(f"{name}={side.namesrv}" for name, side in sides.items())]
-        self.log = open(rmq_java.workdir / "adminb-clients.err", "wb")
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True,
-                                     env=rmq_java.env(), cwd=str(rmq_java.workdir), start_new_session=True)
-        self.lines: list[str] = []
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            with self._lock:
-                self.lines.append(line.rstrip("\n"))
-
-    def seen(self, prefix: str) -> list[str]:
-        with self._lock:
-            return [line for line in self.lines if line.startswith(prefix)]
-
-    def wait_for(self, what, timeout: float = 180):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            got = what()
-            if got:
-                return got
-            if self.proc.poll() is not None:
-                raise AssertionError(f"AdminbClients exited {self.proc.returncode}: {self.lines}")
-            time.sleep(0.2)
-        raise AssertionError(f"timed out; AdminbClients said {self.lines}")
-
-    def command(self, line: str) -> None:
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.command("QUIT")
-        try:
-            self.proc.wait(60)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(30)
-        self.log.close()
-
-
 SENT = 10
 
 
 def consumed(clients: JavaClients, side: str) -> list[str]:
-    return [line.split()[2] for line in clients.seen(f"CONSUMED {side} ")]
+    return clients.consumed(side)
 
 
 @pytest.fixture(scope="module")
 def clients(rmq_java, sides):
     """Both sides' producer and consumer running, every message of the first batch consumed and committed."""
-    java_clients = JavaClients(rmq_java, sides)
+    java_clients = JavaClients(rmq_java, {name: side.namesrv for name, side in sides.items()}, CLIENT_TOPIC)
     try:
         java_clients.wait_for(lambda: java_clients.seen("STARTED"))
         java_clients.command(f"SEND {SENT}")
