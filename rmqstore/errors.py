@@ -11,6 +11,9 @@ __all__ = [
     "LayoutError",
     "StoreError",
     "StoreStateError",
+    "AdminError",
+    "AdminTimeoutError",
+    "AdminConnectionError",
 ]
 
 
@@ -40,3 +43,27 @@ class StoreError(RmqStoreError):
 
 class StoreStateError(StoreError):
     """The store is not in a state that allows the operation (shut down, read-only, ...)."""
+
+
+class AdminError(RmqStoreError):
+    """An admin request failed (:mod:`rmqstore.admin`): the server refused it -- ``code`` and ``remark`` are
+    RocketMQ's response code and remark -- or its answer could not be read (``code`` is None).
+
+    ``address`` is the server asked, ``request`` the request code sent (None when no single request failed).
+    """
+
+    def __init__(self, message: str, *, code: int | None = None, remark: str | None = None,
+                 address: str | None = None, request: int | None = None):
+        super().__init__(message)
+        self.code = code
+        self.remark = remark
+        self.address = address
+        self.request = request
+
+
+class AdminTimeoutError(AdminError, TimeoutError):
+    """An admin request got no answer in time."""
+
+
+class AdminConnectionError(AdminError, ConnectionError):
+    """The server of an admin request cannot be reached (refused, unreachable, or it closed the connection)."""

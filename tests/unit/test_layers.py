@@ -50,6 +50,9 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     # recording drives a traced store or broker end to end (it starts a broker): on the broker's layer
     ("broker/remoting", ("rmqstore.broker", "rmqstore.broker.*", "rmqstore.remoting", "rmqstore.remoting.*",
                          "rmqstore.recording")),
+    # the admin client reads the broker's value types (TopicConfig, MessageQueue, fastjson, the ACL signature); a layer
+    # of its own above the broker so the broker never imports its client, below the views that poll it
+    ("admin client", ("rmqstore.admin", "rmqstore.admin.*")),
     ("spark/widgets", ("rmqstore.spark", "rmqstore.spark.*", "rmqstore.widgets", "rmqstore.widgets.*")),
     ("cli", ("rmqstore.cli", "rmqstore.cli.*", "rmqstore.commands", "rmqstore.commands.*", "rmqstore.broker.cli",
              "rmqstore.spark.cli")),
