@@ -54,6 +54,11 @@ packages when the parser is built; they import nothing from this module.
     store).  A store too damaged to open is still examined.  Files are mapped a bounded number
     at a time (:mod:`rmqstore.read_maps`), so any store is walked under ``ulimit -n 256``.
 
+``rmqstore admin COMMAND [-n NAMESRV] ...``
+    RocketMQ's ``mqadmin`` in Python for any RocketMQ 4.x cluster (:mod:`rmqstore.commands.admin`, on
+    :mod:`rmqstore.admin`): the same command names and options (``clusterList``, ``topicStatus -t``,
+    ``consumerProgress -g``, ``updateTopic -b/-c``, ...), mqadmin's output, ``--json``.
+
 ``rmqstore site [--out DIR] [--notebooks PATH ...] [--no-execute]``
     Executes every notebook and writes a static HTML site (default ``site/``): one page per
     notebook with its views working without a kernel, and an ``index.html``
@@ -73,7 +78,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .commands import dump, inspect, load, msg, site, verify
+from .commands import admin, dump, inspect, load, msg, site, verify
 from .commands.terminal import (EXIT_ERROR, EXIT_INCOMPLETE, EXIT_OK, EXIT_SYSTEM, PROG, CliError, Command,
                                 Streams, run_command_line, streams)
 
@@ -87,6 +92,7 @@ COMMANDS: dict[str, Command] = {
     "msg": msg.COMMAND,
     "verify": verify.COMMAND,
     "site": site.COMMAND,
+    "admin": admin.COMMAND,
 }
 
 

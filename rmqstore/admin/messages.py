@@ -80,12 +80,7 @@ class MessageOps(GroupOps):
     # -- the track ------------------------------------------------------------------------------------------------
     async def message_track(self, message: MessageView) -> list[MessageTrack]:
         """Per consumer group of the message's topic, whether it has consumed the message (``messageTrackDetail``)."""
-        route = await self.topic_route(message.topic)
-        addresses = route.broker_addresses()
-        if not addresses:
-            return []
-        answer = await self.request(addresses[0], R.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": message.topic})
-        groups = self.decode(addresses[0], R.QUERY_TOPIC_CONSUME_BY_WHO, bodies.decode_group_list, answer.body)
+        groups = await self.query_topic_consume_by_who(message.topic)
         return [await self._track(message, group) for group in groups]
 
     async def _track(self, message: MessageView, group: str) -> MessageTrack:

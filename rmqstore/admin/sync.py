@@ -33,7 +33,7 @@ class AsyncAdmin(SnapshotOps, MessageOps):
 #: the calls :class:`Admin` offers, each AsyncAdmin's coroutine of the same name
 BLOCKING_API = (
     "cluster_list", "topic_list", "topic_route", "topic_status", "topic_stats", "update_topic", "delete_topic",
-    "masters", "broker_status", "get_broker_config", "update_broker_config", "topic_configs", "subscription_groups",
+    "masters", "query_topic_consume_by_who", "broker_status", "get_broker_config", "update_broker_config", "topic_configs", "subscription_groups",
     "broker_consume_stats", "consume_stats", "update_sub_group", "delete_sub_group", "consumer_progress",
     "all_consumer_progress", "consumer_connection", "producer_connection", "reset_offset_by_time", "view_message",
     "query_msg_by_id", "query_msg_by_key", "message_track", "snapshot",

@@ -62,6 +62,15 @@ class TopicOps(AdminClient):
         address, answer = await self.ask_namesrv(R.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
         return self.decode(address, R.GET_ROUTEINFO_BY_TOPIC, bodies.decode_topic_route, topic, answer.body)
 
+    async def query_topic_consume_by_who(self, topic: str) -> list[str]:
+        """The groups consuming a topic -- online, or with offsets of it -- as the first broker of its route knows
+        them (``queryTopicConsumeByWho``)."""
+        addresses = (await self.topic_route(topic)).broker_addresses()
+        if not addresses:
+            return []
+        answer = await self.request(addresses[0], R.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+        return self.decode(addresses[0], R.QUERY_TOPIC_CONSUME_BY_WHO, bodies.decode_group_list, answer.body)
+
     async def masters(self, cluster: str) -> list[str]:
         """The master addresses of a cluster; AdminError when the cluster has none."""
         masters = (await self.cluster_list()).master_addresses(cluster)
