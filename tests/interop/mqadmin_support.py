@@ -18,7 +18,8 @@ addresses, also inside offset msgIds), :data:`IDS` (32+ hex digits: msgIds, uniq
 :func:`column` (a value in a table row).  Outputs are compared with runs of spaces made one (a masked value's
 width is not the test's business).  :func:`answers` tells whether a server answers a request code at all, for
 a test that needs a request another part of the project provides (it skips, naming the request, until it is
-there).  One Java broker per test module and one traffic program per side keep JVM starts few.
+there).  One Java broker per test module, one traffic program per side and :func:`mqadmin_batch` (several mqadmin
+commands in one JVM) keep JVM starts few.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from broker_support import run_async
 from .rmqjava import JavaDist, case_lines
 
 __all__ = ["Side", "Mask", "MaskError", "TIMES", "RATES", "IDS", "addresses", "value_of", "column", "assert_same",
-           "normalize", "run_traffic", "answers"]
+           "normalize", "run_traffic", "answers", "mqadmin_batch"]
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,18 @@ def run_traffic(rmq_java: JavaDist, program: str, *sides: Side, timeout: float =
         lines = case_lines(rmq_java.run_java(program, side.namesrv, timeout=timeout))
         out[side.name] = lines[side.namesrv]
     return out
+
+
+def mqadmin_batch(rmq_java: JavaDist, *commands: list[str], timeout: float = 600) -> list[str]:
+    """What each mqadmin command printed (stdout and stderr), run one after the other in one JVM
+    (``MqadminBatch.java``: MQAdminStartup.main0 per command, what bin/mqadmin runs)."""
+    args: list[str] = []
+    for command in commands:
+        args += ([";"] if args else []) + list(command)
+    out = rmq_java.run_java("MqadminBatch.java", *args, timeout=timeout)
+    found = re.findall(r"^@@BEGIN (\d+)\n(.*?)\n^@@END \1$", out, re.M | re.S)
+    assert [int(n) for n, _ in found] == list(range(len(commands))), out
+    return [text for _, text in found]
 
 
 def answers(address: str, code: int, timeout: float = 10) -> bool:

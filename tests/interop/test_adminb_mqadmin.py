@@ -29,6 +29,7 @@ from rmqstore.broker.config_defaults import MACHINE_KEYS, rocketmq_defaults
 from rmqstore.broker.jsonfmt import loads
 
 from .java_clients import JavaClients
+from .mqadmin_support import mqadmin_batch as mqadmin
 from .rmqjava import case_lines
 
 pytestmark = pytest.mark.timeout(900)
@@ -61,17 +62,6 @@ def sides(rmq_java, tmp_path_factory):
                                               broker_config_path=str(conf)))
         yield {"java": Side("java", ns_java, java, base / "java" / "store", base / "java" / "broker.conf"),
                "ours": Side("ours", ns_ours, f"127.0.0.1:{bt.port}", Path(bt.broker.store_root), conf, bt)}
-
-
-def mqadmin(rmq_java, *commands: list[str]) -> list[str]:
-    """What each mqadmin command printed (stdout and stderr), run one after the other in one JVM."""
-    args: list[str] = []
-    for command in commands:
-        args += ([";"] if args else []) + command
-    out = rmq_java.run_java("MqadminBatch.java", *args, timeout=600)
-    found = re.findall(r"^@@BEGIN (\d+)\n(.*?)\n^@@END \1$", out, re.M | re.S)
-    assert [int(n) for n, _ in found] == list(range(len(commands))), out
-    return [text for _, text in found]
 
 
 def both(rmq_java, sides, *commands) -> dict[str, list[str]]:
