@@ -5,6 +5,7 @@ tests/interop/test_admin_client_interop.py."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import re
@@ -14,8 +15,9 @@ import pytest
 from conftest import run_cli
 import test_admin_ops
 from test_admin_ops import GROUP, TOPIC, World, traffic
-from test_admin_client import free_address
+from test_admin_client import StandIn, free_address
 from rmqstore.commands.terminal import Streams
+from rmqstore.remoting import RequestCode
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -157,3 +159,37 @@ def test_a_terminal_gets_rich_tables(world, monkeypatch):
     assert "┃" in text or "│" in text  # a rich table's rules
     assert "Broker Name" in text and "#Broker Name" not in text
     assert isinstance(Streams(None, out, err).stdout_is_tty, bool)
+
+
+def test_help_lists_mqadmins_commands_and_options(capsys):
+    code, _, _ = run_cli(["admin", "--help"])
+    out = capsys.readouterr().out
+    assert code == 0
+    from rmqstore.commands.admin import SUBCOMMANDS
+
+    assert len(SUBCOMMANDS) == 17 and all(name in out for name in SUBCOMMANDS)
+    code, _, _ = run_cli(["admin", "resetOffsetByTime", "--help"])
+    out = capsys.readouterr().out
+    assert code == 0 and all(flag in out for flag in ("-g GROUP", "-t TOPIC", "-s TIMESTAMP", "-n NAMESRV",
+                                                      "--timeout"))
+
+
+def test_a_server_that_does_not_answer_is_a_timeout_naming_it():
+    async def never(conn, req):
+        await asyncio.sleep(3600)
+
+    with StandIn({RequestCode.GET_BROKER_CLUSTER_INFO: never}) as silent:
+        code, out, err = run_cli(["admin", "clusterList", "-n", silent.address, "--timeout", "0.5"])
+    assert (code, out) == (2, "")
+    assert err == f"rmqstore: error: GET_BROKER_CLUSTER_INFO to {silent.address}: no answer in 0.5 s\n"
+
+
+def test_a_broker_refusal_is_its_code_and_remark(world):
+    w = world
+    code, out, err = admin(w, "updateTopic", "-b", w.address, "-t", "TBW102")
+    assert (code, out) == (2, "")
+    assert err == (f"rmqstore: error: UPDATE_AND_CREATE_TOPIC to {w.address} refused: CODE: 1  DESC: The "
+                   "topic[TBW102] is conflict with system topic.\n")
+    code, out, err = admin(w, "consumerConnection", "-g", "NobodyG")
+    # as mqadmin: the group's retry topic is looked up first, and there is none
+    assert code == 2 and "CODE: 17  DESC: No topic route info in name server for the topic: %RETRY%NobodyG" in err
