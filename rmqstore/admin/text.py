@@ -8,8 +8,8 @@ strings read as RocketMQ's; the command line shows the same blocks as rich table
 (:mod:`rmqstore.commands.admin`).  Times are local, as the JVM shows them.
 
 Where mqadmin's order is a Java hash map's (the queues of a reset, a broker's configuration) we print sorted; where
-it is a sorted one (brokerStatus's TreeMap, MessageQueue lists) we print the same.  A consumer's subscriptions and a
-message's properties follow Java's HashMap order, computed (:func:`~rmqstore.broker.namesrv.routes.java_hash_order`,
+it is a sorted one (brokerStatus's TreeMap, MessageQueue lists) we print the same.  The topic list, a consumer's
+subscriptions and a message's properties follow Java's HashMap order, computed (:func:`~rmqstore.broker.namesrv.routes.java_hash_order`,
 :class:`~rmqstore.properties.JavaHashMap`), as mqadmin prints them.
 """
 
@@ -204,7 +204,9 @@ def cluster_list_more(info: ClusterInfo, runtimes: dict[str, BrokerRuntimeInfo |
 
 
 def topic_list(topics: TopicList) -> list[Block]:
-    return [Grid(("#Topic",), [[t] for t in topics.topics], "", "%s%n")]
+    """``topicList``: mqadmin reads the names into a ``HashSet`` and prints the set, so in the set's order, whatever
+    order the name server listed them in."""
+    return [Grid(("#Topic",), [[t] for t in java_hash_order(topics.topics)], "", "%s%n")]
 
 
 def topic_list_clusters(rows: list[tuple[str, str, str]]) -> list[Block]:

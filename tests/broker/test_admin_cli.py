@@ -193,3 +193,17 @@ def test_a_broker_refusal_is_its_code_and_remark(world):
     code, out, err = admin(w, "consumerConnection", "-g", "NobodyG")
     # as mqadmin: the group's retry topic is looked up first, and there is none
     assert code == 2 and "CODE: 17  DESC: No topic route info in name server for the topic: %RETRY%NobodyG" in err
+
+
+#: what mqadmin topicList printed for a name server that listed these topics sorted (interop run, issue 24):
+#: mqadmin reads the list into a HashSet and prints the set, so its order is the set's, not the name server's
+MQADMIN_TOPIC_LIST = ["%RETRY%CG_admin", "%RETRY%CG_adminb", "AdminDelay", "BenchmarkTest", "OFFSET_MOVED_EVENT",
+                      "TBW102", "SELF_TEST_TOPIC", "DefaultCluster", "SCHEDULE_TOPIC_XXXX", "DefaultCluster_REPLY_TOPIC",
+                      "AdmClientT", "AdminT", "broker-a"]
+
+
+def test_topic_list_prints_in_mqadmins_order_whatever_the_name_servers():
+    from rmqstore.admin import TopicList, text
+
+    for listed in (sorted(MQADMIN_TOPIC_LIST), list(reversed(MQADMIN_TOPIC_LIST))):
+        assert text.render(text.topic_list(TopicList(listed))).splitlines() == MQADMIN_TOPIC_LIST
