@@ -139,13 +139,14 @@ def normalize(text: str) -> str:
     return "\n".join(re.sub(r" +", " ", line).rstrip() for line in text.splitlines())
 
 
-def assert_same(java: str, ours: str, mask: Mask) -> str:
-    """The two outputs, masked and normalized, must be equal; returns the masked text."""
+def assert_same(java: str, ours: str, mask: Mask, names: tuple[str, str] = ("java", "ours")) -> str:
+    """The two outputs, masked and normalized, must be equal; returns the masked text.  ``names`` say what the
+    two are, in the message (by default mqadmin's output about the Java broker and about ours)."""
     a, b = normalize(mask.apply(java)), normalize(mask.apply(ours))
     if a != b:
-        diff = "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), "java", "ours", lineterm=""))
-        raise AssertionError(f"mqadmin printed differently (masked):\n{diff}\n--- java, raw\n{java}\n--- ours, raw\n"
-                             f"{ours}")
+        diff = "\n".join(difflib.unified_diff(a.splitlines(), b.splitlines(), *names, lineterm=""))
+        raise AssertionError(f"printed differently (masked):\n{diff}\n--- {names[0]}, raw\n{java}\n"
+                             f"--- {names[1]}, raw\n{ours}")
     return a
 
 
