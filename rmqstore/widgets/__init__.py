@@ -116,7 +116,8 @@ BrokerView
     ``data-testid="broker-row"`` (``data-broker-name``, ``data-broker-id``, ``data-address``,
     ``data-role``, ``data-version``, ``data-min-offset``, ``data-max-offset``, ``data-local``);
     sparklines ``data-testid="sparkline"`` (``data-series`` ``put:<address>``, ``get:<address>``,
-    ``lag:<group>``; ``data-points``, ``data-last``); per queue ``data-testid="queue-row"``
+    ``lag:<group>``; ``data-points``, ``data-last``), beside each rate ``data-testid="rate"``
+    (``data-series``: its last value shown); per queue ``data-testid="queue-row"``
     (``data-topic``, ``data-broker-name``, ``data-queue``, ``data-min``, ``data-max``); per group
     ``data-testid="group"`` (``data-group``, ``data-lag``) and per group and queue
     ``data-testid="lag-row"`` (``data-group``, ``data-topic``, ``data-broker-name``, ``data-queue``,

@@ -5,7 +5,7 @@
 // DOM contract: root data-testid="broker-view" (data-updates, data-taken-at); one data-testid="broker-row" per
 // broker (data-broker-name, data-broker-id, data-address, data-role, data-version, data-min-offset,
 // data-max-offset, data-local); sparklines data-testid="sparkline" (data-series "put:<address>",
-// "get:<address>", "lag:<group>"; data-points, data-last); one data-testid="queue-row" per queue (data-topic,
+// "get:<address>", "lag:<group>"; data-points, data-last) and beside each rate data-testid="rate" (data-series); one data-testid="queue-row" per queue (data-topic,
 // data-broker-name, data-queue, data-min, data-max); one data-testid="group" per consumer group (data-group,
 // data-lag: its total); one data-testid="lag-row" per group and queue (data-group, data-topic,
 // data-broker-name, data-queue, data-broker-offset, data-consumer-offset, data-lag); clickable places
@@ -64,10 +64,18 @@ function place(local, where, text, title) {
   return h("span", attrs);
 }
 
+/** A rate: its sparkline over the history and its last value (the broker's own 10 s figure in the tooltip). */
+function rateCell(kind, b, values, own) {
+  const last = values.length ? values[values.length - 1] : own;
+  return h("td", { title: `${kind} messages a second between snapshots; the broker's own 10 s ${kind}Tps: ${fmtNum(own)}` },
+    h("span", { class: "rmq-bv-tps" }, sparkline(`${kind}:${b.address}`, values, `${kind} TPS`),
+      h("span", { class: "rmq-mono", "data-testid": "rate", "data-series": `${kind}:${b.address}`, text: fmtNum(last) })));
+}
+
 function brokersTable(brokers, history) {
   const series = (address, i) => history.map((s) => ((s.tps || {})[address] || [0, 0])[i]);
   return h("table", { class: "rmq-bv-table" },
-    h("tr", {}, ...["broker", "role", "address", "version", "put TPS", "get TPS", "commitlog offsets", "disk", "store"]
+    h("tr", {}, ...["broker", "role", "address", "version", "put/s", "get/s", "commitlog offsets", "disk", "store"]
       .map((x) => h("th", { text: x }))),
     ...brokers.map((b) => {
       const up = !b.error;
@@ -79,10 +87,8 @@ function brokersTable(brokers, history) {
         h("td", { text: `${b.role} (${b.broker_id})` }),
         h("td", { class: "rmq-mono", text: b.address }),
         h("td", { text: up ? b.version : "" }),
-        up ? h("td", { class: "rmq-bv-tps" }, sparkline(`put:${b.address}`, series(b.address, 0), "put TPS"),
-          h("span", { class: "rmq-mono", text: fmtNum(b.put_tps) })) : h("td", { class: "rmq-bad", text: "down", colSpan: 5, title: b.error }),
-        up ? h("td", { class: "rmq-bv-tps" }, sparkline(`get:${b.address}`, series(b.address, 1), "get TPS"),
-          h("span", { class: "rmq-mono", text: fmtNum(b.get_tps) })) : null,
+        up ? rateCell("put", b, series(b.address, 0), b.put_tps) : h("td", { class: "rmq-bad", text: `down: ${b.error}`, colSpan: 5 }),
+        up ? rateCell("get", b, series(b.address, 1), b.get_tps) : null,
         up ? h("td", {}, h("span", { class: "rmq-mono", text: `${fmtInt(b.commit_log_min_offset)} – ` }),
           place(b.local && b.broker_id === 0, { "broker-name": b.broker_name, "commit-log-offset": b.commit_log_max_offset },
             fmtInt(b.commit_log_max_offset), "commitlog max offset")) : null,
@@ -206,8 +212,7 @@ function render({ model, el }) {
       h("div", { class: "rmq-bv-sub", text: "Brokers" }), brokersTable(brokers, history),
       h("div", { class: "rmq-bv-sub", text: "Topics and queues" }), queuesTable(queues, local),
       h("div", { class: "rmq-bv-sub", text: "Consumer groups" }), groupsSection(progress, history, local),
-      errors.length ? h("div", { class: "rmq-bv-errors", "data-testid": "errors" },
-        ...errors.map((e) => h("div", { class: "rmq-bad", text: e }))) : null);
+      h("div", { class: "rmq-bv-errors", "data-testid": "errors" }, ...errors.map((e) => h("div", { class: "rmq-bad", text: e }))));
   }
   update();
   const keys = ["updates", "live", "title"];

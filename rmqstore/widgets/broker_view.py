@@ -4,8 +4,8 @@ What the RocketMQ Dashboard shows, in a notebook: ``BrokerView.connect("127.0.0.
 for the cluster and every broker for its figures (:meth:`rmqstore.admin.AsyncAdmin.snapshot`: three rounds of
 requests), and shows
 
-* the brokers: role, version, put and get TPS (the broker's own 10-second rates) as sparklines over the view's
-  history, the commitlog's min and max offset, disk use;
+* the brokers: role, version, messages put and got a second (from the broker's counters, between two snapshots)
+  as sparklines over the view's history, the commitlog's min and max offset, disk use;
 * the topics: per queue its min and max offset (what a consumer can read);
 * the consumer groups: per queue the broker's offset, the group's committed offset and the lag between them, and
   each group's total lag over the history -- it rises while producers outrun a consumer and falls as it catches up.
@@ -99,14 +99,34 @@ def view_state(snapshot, roots: dict[str, str | None] | None = None) -> dict:
             "progress": progress, "errors": list(snapshot.errors)}
 
 
-def _sample(state: dict) -> dict:
-    """One point of the history: per broker address its put and get TPS, per group its total lag."""
+def _rate(total: str | None, before: str | None, seconds: float) -> float | None:
+    """Messages a second between two readings of a counter (None: no earlier reading, or the counter went back:
+    the broker restarted)."""
+    if total is None or before is None or seconds <= 0 or int(total) < int(before):
+        return None
+    return round((int(total) - int(before)) / seconds, 2)
+
+
+def _sample(state: dict, previous: dict | None) -> dict:
+    """One point of the history: per broker address its put and get rates and the counters they come from, per
+    group its total lag.  A rate is the change of the broker's message counters (``msgPutTotalTodayNow``,
+    ``msgGetTotalTodayNow``) since the previous sample -- it moves at the view's pace, where the broker's own
+    ``putTps`` is a 10-second average (and empty for a broker up less than 10 s); the first sample, and one after a
+    restart, take the broker's figures."""
     lag: dict[str, int] = {}
     for q in state["progress"]:
         lag[q["group"]] = lag.get(q["group"], 0) + int(q["lag"])
-    return {"t": state["taken_at"],
-            "tps": {b["address"]: [b["put_tps"], b["get_tps"]] for b in state["brokers"] if b["put_tps"] is not None},
-            "lag": {g: i64(v) for g, v in lag.items()}}
+    before = (previous or {}).get("totals", {})
+    seconds = (int(state["taken_at"]) - int((previous or {}).get("t", 0))) / 1000.0
+    tps, totals = {}, {}
+    for b in state["brokers"]:
+        if b["put_tps"] is None:
+            continue
+        was = before.get(b["address"], [None, None])
+        put, get = _rate(b["put_total"], was[0], seconds), _rate(b["get_total"], was[1], seconds)
+        tps[b["address"]] = [b["put_tps"] if put is None else put, b["get_tps"] if get is None else get]
+        totals[b["address"]] = [b["put_total"], b["get_total"]]
+    return {"t": state["taken_at"], "tps": tps, "totals": totals, "lag": {g: i64(v) for g, v in lag.items()}}
 
 
 class BrokerView(LiveView, anywidget.AnyWidget):
@@ -184,7 +204,8 @@ class BrokerView(LiveView, anywidget.AnyWidget):
     def show(self, snapshot) -> None:
         """Show ``snapshot`` and add it to the history."""
         state = view_state(snapshot, self._roots)
-        history = (list(self.history) + [_sample(state)])[-max(1, self.history_limit):]
+        previous = self.history[-1] if self.history else None
+        history = (list(self.history) + [_sample(state, previous)])[-max(1, self.history_limit):]
         with self.hold_sync():
             self.brokers = state["brokers"]
             self.queues = state["queues"]
@@ -246,10 +267,10 @@ class BrokerView(LiveView, anywidget.AnyWidget):
         return row["store_root"]
 
     def open_store(self, broker_name: str, topic: str | None = None, queue_id: int | None = None,
-             queue_offset: int | None = None, commit_log_offset: int | None = None):
+                   queue_offset: int | None = None, commit_log_offset: int | None = None, *, show: bool = True):
         """Open ``broker_name``'s store (read-only) in a :class:`StoreInspector` at a queue (from ``queue_offset``;
         default its first) or at the records just before ``commit_log_offset``; returns the inspector, also shown
-        in :attr:`inspector_area`."""
+        in :attr:`inspector_area` unless ``show`` is False (a cell that displays it itself)."""
         from .store_inspector import StoreInspector
 
         root = self.store_root(broker_name)
@@ -269,9 +290,9 @@ class BrokerView(LiveView, anywidget.AnyWidget):
                 inspector.page = page
                 if page["rows"]:
                     inspector.selected = page["rows"][0]["offset"]
-        if self._area is not None:
-            self._area.clear_output()
-            self._area.append_display_data(inspector)
+        if show:
+            self.inspector_area.clear_output()
+            self.inspector_area.append_display_data(inspector)
         return inspector
 
     def _close_inspector(self) -> None:

@@ -30,3 +30,26 @@ def test_exported_broker_view_keeps_the_last_snapshot_and_history(tmp_path, page
         view.close()
     assert not external_requests, external_requests
     assert not page_errors, page_errors
+
+
+def test_a_store_opened_under_the_view_is_in_the_exported_page(tmp_path, page, static_server, page_errors):
+    """``view.panel()`` exported after a click opened the store: the StoreInspector the Output area holds renders
+    too, at the queue offset clicked (the offline shim renders an Output's captured widgets)."""
+    from broker_view_checks import TOPIC
+
+    with BrokerThread(tmp_path / "store") as bt:
+        view, _facts = lag_scenario(bt.namesrv, f"127.0.0.1:{bt.port}", title="ours")
+    try:
+        inspector = view.open_store("broker-a", TOPIC, 1, 3)
+        expected = [r["offset"] for r in inspector.page["rows"]]
+        assert len(expected) == 14 - 3
+        to_html(view.panel(), tmp_path / "panel.html", title="panel")
+        page.goto(f"{static_server(tmp_path)}/panel.html")
+        page.get_by_test_id("broker-view").wait_for()
+        page.get_by_test_id("store-inspector").wait_for()
+        rows = page.get_by_test_id("record-row")
+        assert rows.evaluate_all("els => els.map(e => e.dataset.offset)") == expected
+        assert page.get_by_test_id("record-view").count() == 1  # the first record of the page, selected
+    finally:
+        view.close()
+    assert not page_errors, page_errors
