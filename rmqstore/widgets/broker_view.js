@@ -215,7 +215,7 @@ function render({ model, el }) {
       h("div", { class: "rmq-bv-errors", "data-testid": "errors" }, ...errors.map((e) => h("div", { class: "rmq-bad", text: e }))));
   }
   update();
-  const keys = ["updates", "live", "title"];
+  const keys = ["updates", "live", "title", "errors"];
   for (const k of keys) model.on(`change:${k}`, update);
   const opened = model.get("opened");
   if (opened && opened.message) showResult(Boolean(opened.ok), opened.message);

@@ -29,6 +29,7 @@ below).  In a static page the click says that a kernel is needed.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -36,6 +37,8 @@ import time
 
 import anywidget
 import traitlets as t
+
+from rmqstore.errors import AdminError
 
 from ._assets import css, esm
 from ._common import i64
@@ -49,15 +52,16 @@ log = logging.getLogger(__name__)
 HISTORY_LIMIT = 120
 
 
-def _local_hosts() -> set[str]:
+@functools.lru_cache(maxsize=1)
+def _local_hosts() -> frozenset[str]:
     hosts = {"localhost", "::1"}
     try:
         name = socket.gethostname()
         hosts.add(name)
-        hosts.update(info[4][0] for info in socket.getaddrinfo(name, None))
+        hosts.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
     except OSError:
         pass
-    return hosts
+    return frozenset(hosts)
 
 
 def is_local_store(address: str, root: str | None) -> bool:
@@ -220,7 +224,11 @@ class BrokerView(LiveView, anywidget.AnyWidget):
         if self.admin is None:
             raise ValueError("this view has no admin to ask: make it with BrokerView.connect(namesrv)")
         topics, groups, system = self._query
-        snapshot = self.admin.snapshot(topics, groups=groups, system=system)
+        try:
+            snapshot = self.admin.snapshot(topics, groups=groups, system=system)
+        except AdminError as exc:  # the name server is down or silent: said, the last snapshot kept
+            self.errors = [f"snapshot failed: {exc}"]
+            raise
         self._store_roots(snapshot)
         self.show(snapshot)
         return self

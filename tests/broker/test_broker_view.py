@@ -76,3 +76,21 @@ def test_a_broker_that_is_down_is_a_row_saying_so(broker):
     finally:
         broker.call(keeper.close())
         w.close()
+
+
+def test_a_cluster_gone_is_said_in_the_view_and_the_last_snapshot_stays(tmp_path):
+    from rmqstore.errors import AdminConnectionError
+
+    bt = BrokerThread(tmp_path / "store")
+    try:
+        view = BrokerView.connect(bt.namesrv, timeout=5)
+        brokers = view.brokers
+    finally:
+        bt.stop()
+    try:
+        with pytest.raises(AdminConnectionError):
+            view.refresh()
+        assert view.errors and "snapshot failed" in view.errors[0] and bt.namesrv in view.errors[0]
+        assert view.brokers == brokers  # what was last seen stays shown
+    finally:
+        view.close()
