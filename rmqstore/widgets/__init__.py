@@ -33,6 +33,12 @@ Views
     custom-header entry, SEND_MESSAGE_V2's ``a`` ... ``n`` named), the body.
     ``FrameView.from_bytes(frame)``; a broker keeps real frames with
     ``broker.server.frame_recorder = rmqstore.remoting.FrameRecorder()``.
+:class:`BrokerView`
+    a running RocketMQ cluster (Apache's brokers or ours) through the admin protocol: brokers
+    (role, version, put/get TPS sparklines, commitlog offsets, disk), per queue min/max offsets,
+    per group and queue the lag, each group's lag over the history.  ``BrokerView.connect(namesrv)``;
+    ``refresh()``; ``watch(interval)``/``stop()``.  A click on a queue or an offset of a broker
+    whose store is on this machine opens it there in a ``StoreInspector`` (``inspector_area``).
 :func:`to_html`, :func:`export_notebook_html`
     standalone HTML with no kernel and no CDN: the views' own ESM and CSS inline, their
     state embedded, rendered by a small shim of anywidget's model API.
@@ -105,8 +111,21 @@ ReplicationView
     ``data-testid="replica-outcome"`` per status (``data-status``, ``data-count``); the
     slave's client ``data-testid="ha-client"`` (``data-connected``, ``data-reported``,
     ``data-master``, ``data-connects``).
+BrokerView
+    root ``data-testid="broker-view"`` (``data-updates``, ``data-taken-at``); per broker
+    ``data-testid="broker-row"`` (``data-broker-name``, ``data-broker-id``, ``data-address``,
+    ``data-role``, ``data-version``, ``data-min-offset``, ``data-max-offset``, ``data-local``);
+    sparklines ``data-testid="sparkline"`` (``data-series`` ``put:<address>``, ``get:<address>``,
+    ``lag:<group>``; ``data-points``, ``data-last``), beside each rate ``data-testid="rate"``
+    (``data-series``: its last value shown); per queue ``data-testid="queue-row"``
+    (``data-topic``, ``data-broker-name``, ``data-queue``, ``data-min``, ``data-max``); per group
+    ``data-testid="group"`` (``data-group``, ``data-lag``) and per group and queue
+    ``data-testid="lag-row"`` (``data-group``, ``data-topic``, ``data-broker-name``, ``data-queue``,
+    ``data-broker-offset``, ``data-consumer-offset``, ``data-lag``); clickable places
+    ``data-testid="open"``; ``data-testid="open-result"`` (``data-ok``) says what a click did.
 """
 
+from .broker_view import BrokerView
 from .frame_view import FrameView
 from .put_path_player import PutPathPlayer
 from .record_view import RecordView
@@ -115,5 +134,5 @@ from .segment_view import SegmentView
 from .static_html import export_notebook_html, to_html
 from .store_inspector import StoreInspector
 
-__all__ = ["FrameView", "PutPathPlayer", "RecordView", "ReplicationView", "SegmentView", "StoreInspector", "to_html",
+__all__ = ["BrokerView", "FrameView", "PutPathPlayer", "RecordView", "ReplicationView", "SegmentView", "StoreInspector", "to_html",
            "export_notebook_html"]

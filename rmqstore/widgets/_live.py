@@ -80,6 +80,15 @@ class LiveView:
     def _live_running(self) -> bool:
         return self._live_thread is not None and self._live_thread.alive
 
+    @property
+    def watching(self) -> bool:
+        """Is a background thread refreshing the view (``watch()``)?"""
+        return self._live_running
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop watching, then take one last snapshot."""
+        self._stop_live(timeout)
+
     def close(self) -> None:
         self._stop_live()
         super().close()

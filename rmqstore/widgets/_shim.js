@@ -6,7 +6,8 @@
 // and renders every element with a data-rmq-model-id attribute with its model:
 //   * anywidget models: the model's own `_esm` (imported from a Blob URL) and `_css`;
 //   * HBox/VBox/Box/GridBox: their children in a flex box;
-//   * HTML/Label/HTMLMath: their value; anything else: a note that it needs a kernel.
+//   * HTML/Label/HTMLMath: their value; Output: the widgets and text it captured;
+//   * anything else: a note that it needs a kernel.
 // `send` has no kernel to reach: it is a no-op, and models carry `rmq_static = true` so a view
 // can answer from its state instead.  Binary buffers become DataViews, as in JupyterLab.
 (() => {
@@ -177,6 +178,26 @@
       const div = document.createElement("div");
       div.innerHTML = model.get("value") || "";
       el.appendChild(div);
+      return;
+    }
+    if (name === "OutputModel") {
+      for (const out of model.get("outputs") || []) {
+        const data = out.data || {};
+        const view = data["application/vnd.jupyter.widget-view+json"];
+        const child = document.createElement("div");
+        el.appendChild(child);
+        if (view) {
+          try {
+            await renderModel(manager, await manager.get_model(view.model_id), child);
+          } catch (e) {
+            showError(child, e);
+          }
+        } else {
+          const pre = document.createElement("pre");
+          pre.textContent = out.text || data["text/plain"] || "";
+          child.appendChild(pre);
+        }
+      }
       return;
     }
     if (name === "LabelModel") {

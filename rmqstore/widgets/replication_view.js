@@ -154,7 +154,7 @@ export function mountReplication(el, model) {
     const [lo, hi] = bounds([master, slave]);
     root.appendChild(h("div", { class: "rmq-ha-title" },
       h("span", { text: model.get("title") || "replication" }),
-      model.get("live") ? h("span", { class: "rmq-ha-live", text: "live" }) : null,
+      model.get("live") ? h("span", { class: "rmq-live", text: "live" }) : null,
       h("span", { class: "rmq-muted", text: ` · offsets ${fmtInt(lo)} – ${fmtInt(hi)}` })));
     root.appendChild(h("div", { class: "rmq-ha-pair" }, sideCard("master", master, lo, hi),
       h("div", { class: "rmq-ha-arrow", text: "→" }), sideCard("slave", slave, lo, hi)));

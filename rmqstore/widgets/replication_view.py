@@ -109,11 +109,3 @@ class ReplicationView(LiveView, anywidget.AnyWidget):
             self.refresh(master, slave)
         self._start_live(self.refresh, max(0.02, float(interval)), "ReplicationView.watch")
         return self
-
-    @property
-    def watching(self) -> bool:
-        return self._live_running
-
-    def stop(self, timeout: float = 5.0) -> None:
-        """Stop watching, then take one last snapshot."""
-        self._stop_live(timeout)

@@ -50,11 +50,26 @@ def _flatten(views) -> list:
     return [views]
 
 
+def _captured(state: dict) -> list:
+    """The widgets shown in the ``Output`` widgets of ``state`` and not in it yet (an output holds a view of a widget
+    by its id, which is no trait reference: ``dependency_state`` does not follow it)."""
+    from ipywidgets.widgets.widget import _instances
+
+    ids = {out.get("data", {}).get(VIEW_MIME, {}).get("model_id")
+           for model in state.values() if model.get("model_name") == "OutputModel"
+           for out in model.get("state", {}).get("outputs", [])}
+    return [_instances[i] for i in sorted(i for i in ids if i and i not in state and i in _instances)]
+
+
 def widget_state(views) -> dict:
-    """The widget-state JSON (version 2.0) of ``views`` and every widget they reference."""
+    """The widget-state JSON (version 2.0) of ``views`` and every widget they reference or show in an Output."""
     from ipywidgets.embed import dependency_state
 
     state = dependency_state(_flatten(views), drop_defaults=False)
+    more = _captured(state)
+    while more:
+        state.update(dependency_state(more, drop_defaults=False))
+        more = _captured(state)
     return {"version_major": 2, "version_minor": 0, "state": state}
 
 
