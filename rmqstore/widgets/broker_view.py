@@ -39,6 +39,7 @@ import anywidget
 import traitlets as t
 
 from rmqstore.errors import AdminError
+from rmqstore.store_paths import commitlog_dir
 
 from ._assets import css, esm
 from ._common import i64
@@ -72,7 +73,7 @@ def is_local_store(address: str, root: str | None) -> bool:
     host = address.rsplit(":", 1)[0].strip("[]")
     if not (host.startswith("127.") or host in _local_hosts()):
         return False
-    return os.path.isdir(os.path.join(root, "commitlog"))
+    return os.path.isdir(commitlog_dir(root))
 
 
 def _broker_rows(snapshot, roots: dict[str, str | None]) -> list[dict]:
