@@ -53,8 +53,26 @@ def _segment_end(seg: dict) -> str:
         text = f"unwritten@{num(seg['dataEnd'])}"
         if seg.get("nonZeroAfterEnd"):
             text += f" (+{num(seg['nonZeroAfterEnd'])} non-zero)"
-        return text if seg["inStore"] or seg["records"] else "empty (pre-allocated)"
+        return text if seg["inStore"] or seg["records"] else "empty (made ahead)"
     return end
+
+
+def _live_rows(info: dict) -> list[tuple[str, str]]:
+    """The ``live`` and ``abort`` lines: a running store keeps its abort file and makes files ahead."""
+    from ..inspect_store import live_text
+
+    live = info.get("live")
+    if live is None:
+        return [("abort", "present: the last run did not shut down cleanly" if info["abort"]
+                 else "absent (clean shutdown)")]
+    ahead = info.get("madeAhead") or []
+    text = (f"{live_text(live)} holds the store's lock: a running broker or writer; what is shown is the store at "
+            "this moment")
+    if ahead:
+        text += f"; {', '.join(ahead)} made ahead by the running store (its next file)"
+    who = f"this process, {live['pid']}" if live["thisProcess"] else f"process {live['pid']}"
+    abort = f"present: kept by the running store ({who}), removed at its clean shutdown" if info["abort"] else "absent"
+    return [("live", text), ("abort", abort)]
 
 
 def _print_inspect(out: Out, info: dict) -> None:
@@ -90,7 +108,7 @@ def _print_inspect(out: Out, info: dict) -> None:
         ("index", f"{len(info['index'])} file(s), {num(sum(i['entries'] for i in info['index']))} entries "
                   f"({num(cfg['indexHashSlots'])} slots, {num(cfg['indexEntries'])} entries per file)"),
         ("checkpoint", cp_text),
-        ("abort", "present: the last run did not shut down cleanly" if info["abort"] else "absent (clean shutdown)"),
+        *_live_rows(info),
         ("lock", lock_text),
         ("disk", disk_text),
     ])
