@@ -398,14 +398,33 @@ def read_message_at(store, offset: int) -> MessageRecord:
             from None
     except CorruptRecordError as exc:
         pos = offset - store.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset).file_from_offset
-        reason = str(exc).replace(f" (at offset {pos})", "")
+        reason = _inside_which_record(store, offset) or str(exc).replace(f" (at offset {pos})", "")
         raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}") from None
     if not isinstance(rec, MessageRecord):
         raise MessageNotFoundError(f"offset {offset} holds an END_OF_FILE blank record, not a message")
     if rec.physical_offset != offset:
-        raise MessageNotFoundError(f"offset {offset} is not the start of a record (the bytes there say "
-                                   f"{rec.physical_offset})")
+        reason = _inside_which_record(store, offset) or f"the bytes there say {rec.physical_offset}"
+        raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}")
     return rec
+
+
+def _inside_which_record(store, offset: int) -> str | None:
+    """Which record holds byte ``offset`` (the log browser's hop from a known record start), in words
+    with the offset that shows it; None when the hop finds none (a damaged stretch of the log)."""
+    from .log_browser import LogBrowser
+
+    try:
+        start = LogBrowser(store).record_containing(offset)
+        rec = decode_record_at(store, start) if start is not None and start != offset else None
+    except (CorruptRecordError, NoRecordAt):
+        return None
+    if rec is None or not start < offset < start + rec.total_size:
+        return None
+    if not isinstance(rec, MessageRecord):
+        return (f"it is inside the END_OF_FILE blank record at offset {start} ({rec.total_size} bytes, the "
+                "unused end of its file), which holds no message")
+    return (f"it is inside the message at offset {start} ({rec.total_size} bytes, topic {rec.topic}); "
+            f"--offset {start} shows it")
 
 
 def find_by_msg_id(store, msg_id: str) -> tuple[int, MessageRecord]:

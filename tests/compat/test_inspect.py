@@ -259,6 +259,27 @@ def test_msg_not_found_and_usage_errors(argv, code, text):
     assert text in err and out == ""
 
 
+def test_msg_offset_inside_a_record_names_the_record_that_holds_it():
+    """An offset inside a record is answered as the inspector answers it: which record holds that byte
+    (its start, size and topic) and the command that shows it -- not the bytes there read as a header
+    ("bad magic code")."""
+    records = [(o, r) for o, r in commitlog_records("basic") if not isinstance(r, BlankRecord)]
+    (start, rec), (after, _) = records[3], records[4]
+    inside = start + rec.total_size // 2
+    store = store_dir("basic", "store")
+    code, out, err = run_cli(["msg", store, "--offset", str(inside)])
+    assert code == 1 and out == ""
+    assert "magic" not in err, err
+    assert (f"no record starts at offset {inside}: it is inside the message at offset {start} "
+            f"({rec.total_size} bytes, topic {rec.topic})") in err, err
+    assert f"--offset {start}" in err, err
+    code, out, _ = run_cli(["msg", store, "--offset", str(start), "--json"])
+    assert code == 0 and json.loads(out)["offset"] == start and after == start + rec.total_size
+    blank = next(o for o, r in commitlog_records("basic") if isinstance(r, BlankRecord))
+    code, _, err = run_cli(["msg", store, "--offset", str(blank + 5)])
+    assert code == 1 and f"inside the END_OF_FILE blank record at offset {blank}" in err, err
+
+
 # -- verify -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,store", CASES, ids=CASE_IDS)
