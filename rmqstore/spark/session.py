@@ -15,7 +15,16 @@ page was built on, and nothing in them is about the store.
   otherwise;
 * the driver JVM gets ``log4j2-quiet.properties`` (beside this module): warnings still
   show, the start-up announcements do not;
-* the UI and the console progress bar are off (a notebook has its own progress display).
+* the UI and the console progress bar are off (a notebook has its own progress display);
+* the workers run this very interpreter (``sys.executable``) unless the user chose another
+  (``PYSPARK_PYTHON``, or ``spark.pyspark.python`` in ``conf``).  Spark starts its Python
+  workers as ``python3`` from PATH by default; JupyterLab started from a virtualenv that is not
+  activated (``.venv/bin/jupyter lab``) runs its kernels on the virtualenv's Python while PATH's
+  ``python3`` is another one, without rmqstore -- and the workers fail to unpickle the data
+  source (``No module named 'rmqstore'``).  A local session started from Python ignores
+  ``spark.pyspark.python``, so a choice given there is made effective the same way:
+  :func:`worker_python` decides, ``PYSPARK_PYTHON`` carries it (PySpark reads it when the
+  context starts).
 
 Under ``spark-submit`` the cluster's own settings win: this function is not used there
 (see :func:`rmqstore.spark.cli.spark_session`).
@@ -24,15 +33,23 @@ Under ``spark-submit`` the cluster's own settings win: this function is not used
 from __future__ import annotations
 
 import os
+import sys
 
-__all__ = ["local_session", "QUIET_LOG4J2"]
+__all__ = ["local_session", "worker_python", "QUIET_LOG4J2"]
 
 #: the driver's Log4j 2 configuration (a file shipped with the package)
 QUIET_LOG4J2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "log4j2-quiet.properties")
 
 
+def worker_python(conf: dict | None = None) -> str:
+    """The Python Spark's workers run: ``spark.pyspark.python`` in ``conf``, else ``PYSPARK_PYTHON``
+    (Spark's own order), else this interpreter."""
+    return str((conf or {}).get("spark.pyspark.python") or os.environ.get("PYSPARK_PYTHON") or sys.executable)
+
+
 def local_session(master: str = "local[*]", app_name: str = "rmqstore", conf: dict | None = None):
-    """A new (or the active) local ``SparkSession`` on loopback, quiet, rmqstore's sources registered.
+    """A new (or the active) local ``SparkSession`` on loopback, quiet, its workers on this Python (or
+    the one the user chose: :func:`worker_python`), rmqstore's sources registered.
 
     ``conf`` holds extra Spark settings (``{"spark.sql.shuffle.partitions": 2}``).  A
     session already running in this process is returned as it is (one SparkContext per
@@ -43,7 +60,10 @@ def local_session(master: str = "local[*]", app_name: str = "rmqstore", conf: di
     from . import register
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    python = worker_python(conf)
+    os.environ["PYSPARK_PYTHON"] = python  # (what PySpark reads when the context starts)
     builder = (SparkSession.builder.master(master).appName(app_name)
+               .config("spark.pyspark.python", python)
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{QUIET_LOG4J2}"))
