@@ -52,7 +52,8 @@ from .record import MessageRecord, decode_message_id
 from .store_dir import count_nonzero, data_extents, list_store_files
 from .store_lock import lock_holder, process_command
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
-from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
+from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe,
+                      is_transaction_half)
 from .walk import End, walk_segment
 from .verify import rules
 
@@ -84,8 +85,8 @@ def iso_time(millis) -> str | None:
 
 def _probe_segment(path: str, size: int) -> dict:
     """Walk the records of one commitlog file: records, time range, how it ends."""
-    out: dict = {"records": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None, "dataEnd": 0,
-           "end": None, "blank": None}
+    out: dict = {"records": 0, "transactionHalves": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None,
+                 "dataEnd": 0, "end": None, "blank": None}
     if size == 0:
         out["end"] = "empty file"
         return out
@@ -115,6 +116,7 @@ def _probe_records(buf, size: int, out: dict, extents=None) -> None:
         if out["firstStoreTimestamp"] is None:
             out["firstStoreTimestamp"] = ts
         out["lastStoreTimestamp"] = ts
+        out["transactionHalves"] += is_transaction_half(s.sys_flag)
 
     end = walk_segment(buf, on_record=on_record)
     pos = end.pos
@@ -281,7 +283,9 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
                    "consumeQueueFileSize": cfg.mapped_file_size_consume_queue,
                    "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num},
         "commitlog": {"minOffset": min_off, "maxOffset": max_off, "files": len(segments),
-                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments},
+                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments,
+                      "messages": sum(s["records"] for s in segments),
+                      "transactionHalves": sum(s["transactionHalves"] for s in segments)},
         "topics": topics,
         "consumeQueues": {"queues": sum(len(t["queues"]) for t in topics),
                           "messages": sum(t["messages"] for t in topics),

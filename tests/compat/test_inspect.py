@@ -180,6 +180,33 @@ def _info(name, store) -> dict:
         return inspect(st)
 
 
+@pytest.mark.parametrize("name", ["txn_delay", "basic"])
+def test_inspect_says_which_message_count_is_which(name):
+    """inspect and verify count messages on the same store differently, each rightly: verify every
+    message record in the commitlog, inspect the messages its consume queues hold.  inspect names both,
+    and the transaction halves (prepared, rolled back) that are the difference: RocketMQ gives them no
+    queue unit."""
+    from rmqstore.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+
+    messages = [r for _, r in commitlog_records(name) if not isinstance(r, BlankRecord)]
+    halves = sum(r.sys_flag & TRANSACTION_MASK in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+                 for r in messages)
+    assert (halves > 0) == (name == "txn_delay")
+    info = _info(name, "store")
+    assert info["commitlog"]["messages"] == len(messages)
+    assert info["commitlog"]["transactionHalves"] == halves
+    queued = info["consumeQueues"]["messages"]
+    code, out, _ = run_cli(["inspect", store_dir(name, "store")])
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("messages"))
+    want = f"{len(messages):,} in the commitlog (verify's count), {queued:,} in"
+    assert want in line, line
+    assert (f"; {halves:,} of those in the commitlog are transaction halves (prepared or rolled back), which no "
+            "queue holds" in line) == bool(halves), line
+    code, out, _ = run_cli(["verify", store_dir(name, "store")])
+    assert f"{len(messages):,} messages" in out and f"{queued:,} units (the messages in queues" in out, out
+
+
 # -- msg ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,store", CASES, ids=CASE_IDS)
