@@ -45,6 +45,7 @@ from .checkpoint import read_checkpoint
 from .crc import crc32
 from .dumpfmt import record_to_json
 from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
+from .index_file import index_capacity
 from .layout import store_timestamp_position
 from .properties import string_to_properties
 from .reading import NoRecordAt, decode_record_at, record_keys  # (record_keys re-exported)
@@ -181,7 +182,7 @@ def _index(store) -> list[dict]:
         h["beginTime"] = iso_time(h["beginTimestamp"])
         h["endTime"] = iso_time(h["endTimestamp"])
         h["entries"] = max(h["indexCount"] - 1, 0)
-        h["capacity"] = max(f.index_num - 1, 0)
+        h["capacity"] = index_capacity(f.index_num)
         out.append(h)
     return out
 
@@ -281,7 +282,8 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
         "root": os.path.abspath(root),
         "config": {"commitLogFileSize": cfg.mapped_file_size_commit_log,
                    "consumeQueueFileSize": cfg.mapped_file_size_consume_queue,
-                   "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num},
+                   "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num,
+                   "indexCapacity": index_capacity(cfg.max_index_num)},
         "commitlog": {"minOffset": min_off, "maxOffset": max_off, "files": len(segments),
                       "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments,
                       "messages": sum(s["records"] for s in segments),
@@ -387,7 +389,10 @@ def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list
 # -- message look-ups -------------------------------------------------------------------------------------
 
 def read_message_at(store, offset: int) -> MessageRecord:
-    """The message record starting at physical ``offset``; MessageNotFoundError otherwise."""
+    """The message record starting at physical ``offset``; MessageNotFoundError otherwise (one inside a
+    record names the record that holds it)."""
+    from .log_browser import LogBrowser
+
     queue = store.commit_log.mapped_file_queue
     if type(offset) is not int:
         raise MessageNotFoundError(f"an offset is an integer, got {offset!r}")
@@ -402,33 +407,15 @@ def read_message_at(store, offset: int) -> MessageRecord:
             from None
     except CorruptRecordError as exc:
         pos = offset - store.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset).file_from_offset
-        reason = _inside_which_record(store, offset) or str(exc).replace(f" (at offset {pos})", "")
+        reason = LogBrowser(store).inside_which_record(offset) or str(exc).replace(f" (at offset {pos})", "")
         raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}") from None
     if not isinstance(rec, MessageRecord):
         raise MessageNotFoundError(f"offset {offset} holds an END_OF_FILE blank record, not a message")
     if rec.physical_offset != offset:
-        reason = _inside_which_record(store, offset) or f"the bytes there say {rec.physical_offset}"
+        reason = LogBrowser(store).inside_which_record(offset) or f"the bytes there say {rec.physical_offset}"
         raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}")
     return rec
 
-
-def _inside_which_record(store, offset: int) -> str | None:
-    """Which record holds byte ``offset`` (the log browser's hop from a known record start), in words
-    with the offset that shows it; None when the hop finds none (a damaged stretch of the log)."""
-    from .log_browser import LogBrowser
-
-    try:
-        start = LogBrowser(store).record_containing(offset)
-        rec = decode_record_at(store, start) if start is not None and start != offset else None
-    except (CorruptRecordError, NoRecordAt):
-        return None
-    if rec is None or not start < offset < start + rec.total_size:
-        return None
-    if not isinstance(rec, MessageRecord):
-        return (f"it is inside the END_OF_FILE blank record at offset {start} ({rec.total_size} bytes, the "
-                "unused end of its file), which holds no message")
-    return (f"it is inside the message at offset {start} ({rec.total_size} bytes, topic {rec.topic}); "
-            f"--offset {start} shows it")
 
 
 def find_by_msg_id(store, msg_id: str) -> tuple[int, MessageRecord]:

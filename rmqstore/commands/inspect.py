@@ -121,7 +121,8 @@ def _print_inspect(out: Out, info: dict) -> None:
         ("messages", _messages_text(info)),
         ("dispatched", "-" if cq["dispatchedUpTo"] is None else f"up to offset {num(cq['dispatchedUpTo'])}"),
         ("index", f"{len(info['index'])} file(s), {num(sum(i['entries'] for i in info['index']))} entries "
-                  f"({num(cfg['indexHashSlots'])} slots, {num(cfg['indexEntries'])} entries per file)"),
+                  f"({num(cfg['indexHashSlots'])} slots, {num(cfg['indexCapacity'])} entries per file (maxIndexNum "
+                  f"{num(cfg['indexEntries'])}: entry 0 is never used))"),
         ("checkpoint", cp_text),
         *_live_rows(info),
         ("lock", lock_text),

@@ -207,6 +207,18 @@ def test_inspect_says_which_message_count_is_which(name):
     assert f"{len(messages):,} messages" in out and f"{queued:,} units (the messages in queues" in out, out
 
 
+def test_inspect_gives_the_index_files_capacity_as_its_table_does():
+    """An index file of maxIndexNum entries holds maxIndexNum - 1 (RocketMQ never uses entry 0): the summary
+    line says so, as the files' table does ("1,999 entries per file", not the setting's 2,000)."""
+    info = _info("basic", "store")
+    n = info["config"]["indexEntries"]
+    assert info["config"]["indexCapacity"] == n - 1 and all(i["capacity"] == n - 1 for i in info["index"])
+    code, out, _ = run_cli(["inspect", store_dir("basic", "store")])
+    line = next(ln for ln in out.splitlines() if ln.startswith("index "))
+    assert f"{n - 1:,} entries per file (maxIndexNum {n:,}: entry 0 is never used)" in line, line
+    assert f"/{n - 1:,} " in out
+
+
 # -- msg ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,store", CASES, ids=CASE_IDS)
