@@ -100,6 +100,9 @@ def test_mapped_files_prints_positions_rollover_and_pool():
     assert "files before the first put: ['00000000000000000000', '00000000000000004096'] positions: []" in text
     assert "in the mapped file queue: ['00000000000000000000']" in text
     assert "pre-created next file 00000000000000004096 on disk: True | size 4096" in text
+    # the file the rollover asked for is listed once made, never as the temporary file it is made through
+    assert "on disk: ['00000000000000000000', '00000000000000004096', '00000000000000008192']" in text
+    assert ".creating" not in text
     assert "  00000000000000000000  wrote 3500  committed    0" in text
     assert "PutMessageResult(PUT_OK, offset=4096, bytes=700, queue_offset=5)" in text
     assert "the 8 bytes at 3500: 00 00 02 54 cb d4 31 94" in text
