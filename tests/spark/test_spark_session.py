@@ -32,10 +32,11 @@ def test_local_session_binds_loopback_and_prints_no_startup_noise(tmp_path):
     out = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if line.startswith(("COUNT", "DRIVER")))
     assert int(out["COUNT"]) == 600  # the sources are registered: the basic fixture's 600 messages
     assert socket.gethostbyname(out["DRIVER"]).startswith("127."), out["DRIVER"]  # the driver is on loopback
-    # what a bare session prints: its log profile, a level change, Hadoop's native library, and
-    # (on a machine whose name resolves to loopback) the host name and the address it binds instead
+    # what a bare session prints: its log profile, a level change, Hadoop's native library, (on a
+    # machine whose name resolves to loopback) the host name and the address it binds instead, and the
+    # JVM's note at every start that Spark loads an incubator module (jdk.incubator.vector)
     for noise in ("Using Spark's default log4j profile", "Setting default log level", "NativeCodeLoader",
-                  "resolves to a loopback address", socket.gethostname() + ","):
+                  "resolves to a loopback address", socket.gethostname() + ",", "Using incubator modules"):
         assert noise not in proc.stderr, proc.stderr
 
 
@@ -87,3 +88,19 @@ def test_a_worker_python_the_user_chose_is_kept(how):
         out = _worker_run(BASIC, chosen)
     assert out["WORKER"] == chosen
     assert int(out["COUNT"]) == 600
+
+
+def test_the_jvms_stderr_reaches_stderr_but_for_its_start_up_note():
+    """The driver JVM's stderr is passed on line by line -- its warnings and errors still show -- without the
+    one line every start prints (``WARNING: Using incubator modules: ...``)."""
+    from rmqstore.spark.session import forward_jvm_stderr
+
+    read_end, write_end = os.pipe()
+    src = os.pipe()
+    with os.fdopen(src[1], "wb") as jvm:
+        jvm.write(b"WARNING: Using incubator modules: jdk.incubator.vector\nWARN a real warning\nerror: partial")
+    with os.fdopen(src[0], "rb") as jvm_stderr:
+        forward_jvm_stderr(jvm_stderr, write_end)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as got:
+        assert got.read() == b"WARN a real warning\nerror: partial"
