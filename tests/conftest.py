@@ -141,7 +141,7 @@ class Newcomer(NamedTuple):
     without activating it: ``python`` is the virtualenv's interpreter (rmqstore installed: this checkout),
     ``bare_python`` the ``python3`` found first on PATH, which lacks rmqstore, and ``env`` the
     environment such a kernel has (PATH with ``bare_python``'s folder first, no PYTHONPATH, no
-    PYSPARK_PYTHON, no VIRTUAL_ENV)."""
+    PYSPARK_PYTHON, no VIRTUAL_ENV, and not pytest's PYTEST_CURRENT_TEST)."""
 
     python: str
     bare_python: str
@@ -166,8 +166,10 @@ def newcomer() -> Newcomer:
                           capture_output=True, text=True, check=True).stdout.strip()
     with open(os.path.join(site, "rmqstore-checkout.pth"), "w", encoding="utf-8") as f:
         f.write(str(REPO) + "\n")
+    # (PYTEST_CURRENT_TEST too: ipykernel stops forwarding what is written to its file descriptors 1 and 2
+    # -- a JVM's, a C library's -- when it sees it, and JupyterLab or `rmqstore site` show that output)
     env = {k: v for k, v in os.environ.items()
-           if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+           if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV", "PYTEST_CURRENT_TEST")}
     env["PATH"] = os.path.join(bare, "bin") + os.pathsep + os.environ.get("PATH", "")
     return Newcomer(python, os.path.join(bare, "bin", "python3"), env)
 
