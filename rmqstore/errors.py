@@ -5,6 +5,8 @@ so callers (and the fuzz tests) can rely on one ``except`` clause: garbage bytes
 escape as a bare ``IndexError`` or ``struct.error``.
 """
 
+import errno
+
 __all__ = [
     "RmqStoreError",
     "CorruptRecordError",
@@ -14,6 +16,7 @@ __all__ = [
     "AdminError",
     "AdminTimeoutError",
     "AdminConnectionError",
+    "ListenError",
 ]
 
 
@@ -67,3 +70,16 @@ class AdminTimeoutError(AdminError, TimeoutError):
 
 class AdminConnectionError(AdminError, ConnectionError):
     """The server of an admin request cannot be reached (refused, unreachable, or it closed the connection)."""
+
+
+class ListenError(StoreStateError):
+    """A server cannot listen on its address (taken by another process, not this machine's, a port
+    below 1024).  ``host``, ``port`` and ``errno`` say which and why; ``role`` names the server for
+    whoever can say how to move it (the command lines name their flags).  A StoreStateError because a
+    master's HA port is part of its store's start."""
+
+    def __init__(self, host: str, port: int, exc: OSError, role: str = "server", what: str = ""):
+        self.host, self.port, self.errno, self.role = host, port, exc.errno, role
+        self.reason = exc.strerror or str(exc)
+        taken = " (another process listens there)" if exc.errno == errno.EADDRINUSE else ""
+        super().__init__(f"{what or 'cannot listen on'} {host}:{port}: {self.reason}{taken}")

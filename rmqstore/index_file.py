@@ -43,7 +43,7 @@ from .properties import java_string_hash
 from .read_maps import ReadMap
 from .store_dir import index_size
 
-__all__ = ["IndexFile", "index_key_hash", "index_file_size"]
+__all__ = ["IndexFile", "index_key_hash", "index_file_size", "index_capacity"]
 
 _HEADER = INDEX_HEADER
 _ENTRY = INDEX_ENTRY.struct
@@ -64,6 +64,12 @@ def index_key_hash(key: str) -> int:
 
 def index_file_size(hash_slot_num: int, index_num: int) -> int:
     return index_size(hash_slot_num, index_num)
+
+
+def index_capacity(index_num: int) -> int:
+    """The keys a file of ``index_num`` entries holds: ``index_num - 1``, entry 0 is never used (the
+    counter starts at 1, and a slot holding 0 means an empty chain)."""
+    return max(index_num - 1, 0)
 
 
 class IndexFile:

@@ -18,6 +18,10 @@ returns a JSON-ready ``dict``:
 * ``index`` -- every index file's header, ``checkpoint`` (:func:`read_checkpoint`), the
   ``abort`` flag, the ``lock`` file (and the process holding it, if any), the free space of
   the file system;
+* ``live`` -- the live process holding the store's lock (pid, whether it is this process, its
+  command line), or None.  A running store keeps its abort file and makes its next commitlog
+  file ahead (``madeAhead``): on a live store those are a running store's, not an unclean
+  shutdown's and not leftovers, and ``health`` says it is live;
 * ``strays`` -- entries of the store folders that are not store files (never read, never
   deleted; see :func:`rmqstore.store_dir.list_store_files`);
 * ``leftOut`` -- files the read-only open left out: allocations a kill interrupted at the end
@@ -32,7 +36,6 @@ a permission) is raised, never made an issue of the store.
 from __future__ import annotations
 
 import datetime
-import fcntl
 import mmap
 import os
 import struct
@@ -42,17 +45,20 @@ from .checkpoint import read_checkpoint
 from .crc import crc32
 from .dumpfmt import record_to_json
 from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError
+from .index_file import index_capacity
 from .layout import store_timestamp_position
 from .properties import string_to_properties
 from .reading import NoRecordAt, decode_record_at, record_keys  # (record_keys re-exported)
 from .record import MessageRecord, decode_message_id
 from .store_dir import count_nonzero, data_extents, list_store_files
+from .store_lock import lock_holder, process_command
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
-from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe)
+from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe,
+                      is_transaction_half)
 from .walk import End, walk_segment
 from .verify import rules
 
-__all__ = ["inspect", "iso_time", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
+__all__ = ["inspect", "iso_time", "live_text", "MessageNotFoundError", "read_message_at", "find_by_msg_id", "find_by_key",
            "message_info", "record_keys"]
 
 _I64 = struct.Struct(">q")
@@ -80,8 +86,8 @@ def iso_time(millis) -> str | None:
 
 def _probe_segment(path: str, size: int) -> dict:
     """Walk the records of one commitlog file: records, time range, how it ends."""
-    out: dict = {"records": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None, "dataEnd": 0,
-           "end": None, "blank": None}
+    out: dict = {"records": 0, "transactionHalves": 0, "firstStoreTimestamp": None, "lastStoreTimestamp": None,
+                 "dataEnd": 0, "end": None, "blank": None}
     if size == 0:
         out["end"] = "empty file"
         return out
@@ -111,6 +117,7 @@ def _probe_records(buf, size: int, out: dict, extents=None) -> None:
         if out["firstStoreTimestamp"] is None:
             out["firstStoreTimestamp"] = ts
         out["lastStoreTimestamp"] = ts
+        out["transactionHalves"] += is_transaction_half(s.sys_flag)
 
     end = walk_segment(buf, on_record=on_record)
     pos = end.pos
@@ -175,7 +182,7 @@ def _index(store) -> list[dict]:
         h["beginTime"] = iso_time(h["beginTimestamp"])
         h["endTime"] = iso_time(h["endTimestamp"])
         h["entries"] = max(h["indexCount"] - 1, 0)
-        h["capacity"] = max(f.index_num - 1, 0)
+        h["capacity"] = index_capacity(f.index_num)
         out.append(h)
     return out
 
@@ -200,27 +207,6 @@ def _checkpoint(root: str) -> dict:
     return out
 
 
-def _lock_holder(path: str) -> int | None:
-    """The pid holding a POSIX lock on ``path`` (as a running broker does), or None.  Takes no lock."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        # struct flock {short l_type; short l_whence; off_t l_start; off_t l_len; pid_t l_pid;}
-        query = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
-        try:
-            result = fcntl.fcntl(fd, fcntl.F_GETLK, query + bytes(8))
-        except OSError:
-            return None
-        l_type = struct.unpack_from("h", result)[0]
-        if l_type == fcntl.F_UNLCK:
-            return None
-        return struct.unpack_from("hhqqi", result)[4]
-    finally:
-        os.close(fd)
-
-
 def _lock(root: str) -> dict:
     path = lock_path(root)
     if not os.path.lexists(path):
@@ -233,8 +219,23 @@ def _lock(root: str) -> dict:
                 out["content"] = f.read().decode("latin-1")
     except OSError as exc:
         out["error"] = exc.strerror
-    out["heldByPid"] = _lock_holder(path) if os.path.isfile(path) else None
+    out["heldByPid"] = lock_holder(root)
     return out
+
+
+def _live(root: str) -> dict | None:
+    """The live process holding the store's lock (:func:`rmqstore.store_lock.lock_holder`), or None."""
+    pid = lock_holder(root)
+    if pid is None:
+        return None
+    return {"pid": pid, "thisProcess": pid == os.getpid(), "command": process_command(pid)}
+
+
+def live_text(live: dict) -> str:
+    """``this process (PID)`` or ``process PID (its command)``: who holds a live store's lock."""
+    if live["thisProcess"]:
+        return f"this process ({live['pid']})"
+    return f"process {live['pid']}" + (f" ({live['command']})" if live.get("command") else "")
 
 
 def _strays(store) -> list[str]:
@@ -281,9 +282,12 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
         "root": os.path.abspath(root),
         "config": {"commitLogFileSize": cfg.mapped_file_size_commit_log,
                    "consumeQueueFileSize": cfg.mapped_file_size_consume_queue,
-                   "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num},
+                   "indexHashSlots": cfg.max_hash_slot_num, "indexEntries": cfg.max_index_num,
+                   "indexCapacity": index_capacity(cfg.max_index_num)},
         "commitlog": {"minOffset": min_off, "maxOffset": max_off, "files": len(segments),
-                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments},
+                      "bytesOnDisk": sum(s["size"] for s in segments), "segments": segments,
+                      "messages": sum(s["records"] for s in segments),
+                      "transactionHalves": sum(s["transactionHalves"] for s in segments)},
         "topics": topics,
         "consumeQueues": {"queues": sum(len(t["queues"]) for t in topics),
                           "messages": sum(t["messages"] for t in topics),
@@ -292,14 +296,27 @@ def inspect(store, progress: Callable[[int, int], None] | None = None) -> dict:
         "checkpoint": _checkpoint(root),
         "abort": os.path.exists(abort_path(root)),
         "lock": _lock(root),
+        "live": _live(root),
         "disk": _disk(root),
         "strays": _strays(store),
         "leftOut": _left_out(store),
     }
+    out["madeAhead"] = _made_ahead(out)
     issues = _issues(out, max_off)
     out["issues"] = issues
     out["health"] = "OK" if not issues else "; ".join(issues)
+    if out["live"] is not None:  # (not an issue: a running store)
+        live = out["live"]
+        out["health"] += f" (live: {'this process' if live['thisProcess'] else 'process'} {live['pid']} holds the lock)"
     return out
+
+
+def _made_ahead(info: dict) -> list[str]:
+    """Commitlog files after the end of the log, all zeros: made ahead of need (RocketMQ's allocate
+    service), by the running store or by one that stopped without shutting down."""
+    return [s["file"] for s in info["commitlog"]["segments"] if not s["inStore"] and s["records"] == 0
+            and s["end"] == "unwritten" and not s.get("nonZeroAfterEnd") and s["dataEnd"] == 0
+            and f"commitlog/{s['file']}" not in {f["path"] for f in info["leftOut"]}]
 
 
 def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list of independent checks
@@ -309,11 +326,9 @@ def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list
     def say(*problems):  # faults verify also finds, in its words
         issues.extend(rules.summary_line(p) for p in problems if p is not None)
 
-    if info["abort"]:
+    live = info["live"] is not None  # a running store keeps its abort file and makes files ahead
+    if info["abort"] and not live:
         say(rules.unclean_shutdown())
-    lock = info["lock"]
-    if lock.get("heldByPid"):
-        issues.append(f"lock held by process {lock['heldByPid']}: a broker is running on this store")
     segs = info["commitlog"]["segments"]
     strays = rules.strays_summary(info["strays"])
     if strays:
@@ -329,9 +344,9 @@ def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list
             say(gap[0])
             break
     after_end = [s for s in segs if not s["inStore"]]
-    empty = [s["file"] for s in after_end if s["records"] == 0 and s["end"] == "unwritten" and not s.get("nonZeroAfterEnd")
-             and s["dataEnd"] == 0]
-    say(*[rules.preallocated_segment(f"commitlog/{name}") for name in empty[:3]])
+    empty = info["madeAhead"]
+    if not live:
+        say(*[rules.preallocated_segment(f"commitlog/{name}") for name in empty[:3]])
     beyond = [s["file"] for s in after_end if s["file"] not in empty]
     if beyond:
         issues.append(f"commitlog file(s) with data after the end the store reads ({', '.join(beyond[:3])})")
@@ -374,7 +389,10 @@ def _issues(info: dict, max_off: int) -> list[str]:  # noqa: C901 -- a flat list
 # -- message look-ups -------------------------------------------------------------------------------------
 
 def read_message_at(store, offset: int) -> MessageRecord:
-    """The message record starting at physical ``offset``; MessageNotFoundError otherwise."""
+    """The message record starting at physical ``offset``; MessageNotFoundError otherwise (one inside a
+    record names the record that holds it)."""
+    from .log_browser import LogBrowser
+
     queue = store.commit_log.mapped_file_queue
     if type(offset) is not int:
         raise MessageNotFoundError(f"an offset is an integer, got {offset!r}")
@@ -389,14 +407,15 @@ def read_message_at(store, offset: int) -> MessageRecord:
             from None
     except CorruptRecordError as exc:
         pos = offset - store.commit_log.mapped_file_queue.find_mapped_file_by_offset(offset).file_from_offset
-        reason = str(exc).replace(f" (at offset {pos})", "")
+        reason = LogBrowser(store).inside_which_record(offset) or str(exc).replace(f" (at offset {pos})", "")
         raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}") from None
     if not isinstance(rec, MessageRecord):
         raise MessageNotFoundError(f"offset {offset} holds an END_OF_FILE blank record, not a message")
     if rec.physical_offset != offset:
-        raise MessageNotFoundError(f"offset {offset} is not the start of a record (the bytes there say "
-                                   f"{rec.physical_offset})")
+        reason = LogBrowser(store).inside_which_record(offset) or f"the bytes there say {rec.physical_offset}"
+        raise MessageNotFoundError(f"no record starts at offset {offset}: {reason}")
     return rec
+
 
 
 def find_by_msg_id(store, msg_id: str) -> tuple[int, MessageRecord]:

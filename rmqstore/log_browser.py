@@ -244,6 +244,22 @@ class LogBrowser:
         last = starts[-1]
         return last if mf is None or last >= mf.file_from_offset else mf.file_from_offset
 
+    def inside_which_record(self, offset: int) -> str | None:
+        """Which record holds byte ``offset`` when no record starts there, in words with the offset that
+        shows it; None when ``offset`` starts a record or the hop finds none (a damaged stretch)."""
+        try:
+            start = self.record_containing(offset)
+            rec = self._decode_at(start)[1] if start is not None and start != offset else None
+        except CorruptRecordError:
+            return None
+        if rec is None or not start < offset < start + rec.total_size:
+            return None
+        if not isinstance(rec, MessageRecord):
+            return (f"it is inside the END_OF_FILE blank record at offset {start} ({rec.total_size} bytes, the "
+                    "unused end of its file), which holds no message")
+        return (f"it is inside the message at offset {start} ({rec.total_size} bytes, topic {rec.topic}); "
+                f"--offset {start} shows it")
+
     def page_before(self, end: int | None, count: int = 50) -> dict:
         """The ``count`` records that end where ``end`` starts (default: the end of the log)."""
         end = self.end if end is None else min(int(end), self.end)

@@ -133,6 +133,8 @@ def describe() -> str:
     else:
         head = "pure Python (the compiled speedups are not built)"
     lines = [head]
-    for name, what in MODULES.items():
-        lines.append(f"  rmqstore.{name:<11} {what:<38} {states[name]}")
+    name_width = max(len(f"rmqstore.{name}") for name in MODULES)
+    what_width = max(len(what) for what in MODULES.values())
+    for name, what in MODULES.items():  # columns as wide as the longest entry, two spaces apart
+        lines.append(f"  {'rmqstore.' + name:<{name_width}}  {what:<{what_width}}  {states[name]}")
     return "\n".join(lines)

@@ -10,6 +10,11 @@ directory is the same store.  The registry is asked first, then the file; either
 :class:`~rmqstore.errors.StoreStateError` raised before anything in the directory is touched.
 An existing lock file keeps its content; closing the descriptor drops the lock.
 
+:func:`lock_holder` is the reader's side: which process (if any) holds a store's lock, asked
+without taking it -- so that a reader can tell a running store (its abort file and the file
+made ahead are what a running store has) from one that crashed (the same files, nobody holding
+the lock).
+
 :class:`StoreLock` is a mixin of :class:`~rmqstore.store.MessageStore` (``load`` takes the
 lock, ``shutdown``/``close`` release it).
 """
@@ -17,12 +22,13 @@ lock, ``shutdown``/``close`` release it).
 from __future__ import annotations
 
 import os
+import struct
 import threading
 
 from .errors import StoreStateError
 from .store_paths import lock_path
 
-__all__ = ["StoreLock"]
+__all__ = ["StoreLock", "lock_holder", "process_command"]
 
 
 class _WritersRegistry:
@@ -54,6 +60,15 @@ class _WritersRegistry:
                 self._held[key] = store
         return keys
 
+    def holds(self, root: str) -> bool:
+        """Is ``root`` open for writing in this process?"""
+        try:
+            st = os.stat(root)
+        except OSError:
+            return False
+        with self._lock:
+            return ("path", os.path.realpath(root)) in self._held or ("inode", st.st_dev, st.st_ino) in self._held
+
     def release(self, store: "StoreLock", keys) -> None:
         with self._lock:
             for key in keys:
@@ -62,6 +77,50 @@ class _WritersRegistry:
 
 
 _WRITERS = _WritersRegistry()
+
+
+def _posix_lock_holder(path: str) -> int | None:
+    """The pid of another process holding a POSIX lock on ``path``, or None.  Takes no lock (F_GETLK;
+    a lock of this process is never reported by it)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        # struct flock {short l_type; short l_whence; off_t l_start; off_t l_len; pid_t l_pid;}
+        query = struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0)
+        try:
+            result = fcntl.fcntl(fd, fcntl.F_GETLK, query + bytes(8))
+        except OSError:
+            return None
+        if struct.unpack_from("h", result)[0] == fcntl.F_UNLCK:
+            return None
+        return struct.unpack_from("hhqqi", result)[4]
+    finally:
+        os.close(fd)
+
+
+def lock_holder(root: str) -> int | None:
+    """The pid of the live process that has the store at ``root`` open for writing: another process
+    holding ``<root>/lock`` (as a running broker does, ours or RocketMQ's), or this process's own pid
+    when a writable store of this process has it; None when nobody does.  Takes no lock, writes nothing."""
+    if _WRITERS.holds(root):
+        return os.getpid()
+    path = lock_path(root)
+    return _posix_lock_holder(path) if os.path.isfile(path) else None
+
+
+def process_command(pid: int, limit: int = 120) -> str | None:
+    """The command line of process ``pid`` (Linux ``/proc``), cut to ``limit`` characters; None if unknown."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            raw = f.read(4096)
+    except OSError:
+        return None
+    text = " ".join(" ".join(a.decode("utf-8", "replace").split()) for a in raw.split(b"\0") if a)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 class StoreLock:

@@ -5,7 +5,7 @@ __all__ = [
     "TRANSACTION_COMMIT_TYPE", "TRANSACTION_ROLLBACK_TYPE", "TRANSACTION_MASK",
     "BORNHOST_V6_FLAG", "STOREHOSTADDRESS_V6_FLAG", "NEED_UNWRAP_FLAG", "INNER_BATCH_FLAG",
     "COMPRESSION_TYPE_MASK", "COMPRESSION_LZ4_TYPE", "COMPRESSION_ZSTD_TYPE", "COMPRESSION_ZLIB_TYPE",
-    "transaction_value", "reset_transaction_value", "describe",
+    "transaction_value", "reset_transaction_value", "is_transaction_half", "describe",
 ]
 
 COMPRESSED_FLAG = 0x1
@@ -31,6 +31,12 @@ _COMPRESSION_NAMES = {0x0: "ZLIB", 0x100: "LZ4", 0x200: "ZSTD", 0x300: "ZLIB"}
 def transaction_value(sys_flag: int) -> int:
     """The transaction type bits (``MessageSysFlag.getTransactionValue``)."""
     return sys_flag & TRANSACTION_MASK
+
+
+def is_transaction_half(sys_flag: int) -> bool:
+    """True for a prepared or rolled-back transaction message: a record RocketMQ writes to the
+    commitlog but gives no consume-queue unit (its queue offset does not advance)."""
+    return sys_flag & TRANSACTION_MASK in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 
 def reset_transaction_value(sys_flag: int, txn_type: int) -> int:

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from hypothesis import settings
 
@@ -133,6 +134,63 @@ def pipe_dump_load(fixture: str, target: Path, timeout: float = 120) -> None:
     assert load.returncode == 0, load.stderr
 
 
+# --- a newcomer's environment: a virtualenv's Python, not activated ---------------------------------
+
+class Newcomer(NamedTuple):
+    """Pythons as a newcomer has them after ``pip install`` into a virtualenv and ``.venv/bin/jupyter lab``
+    without activating it: ``python`` is the virtualenv's interpreter (rmqstore installed: this checkout),
+    ``bare_python`` the ``python3`` found first on PATH, which lacks rmqstore, and ``env`` the
+    environment such a kernel has (PATH with ``bare_python``'s folder first, no PYTHONPATH, no
+    PYSPARK_PYTHON, no VIRTUAL_ENV, and not pytest's PYTEST_CURRENT_TEST)."""
+
+    python: str
+    bare_python: str
+    env: dict
+
+
+@lru_cache(maxsize=None)
+def newcomer() -> Newcomer:
+    """Two virtualenvs made once per test session (removed at exit): one that sees this environment's
+    packages plus this checkout (a ``.pth`` file: what an editable install writes) and one bare.  Made
+    with the standard library's ``venv`` and no download (``--without-pip``)."""
+    import atexit
+    import venv
+
+    base = tempfile.mkdtemp(prefix="rmq-newcomer-")
+    atexit.register(shutil.rmtree, base, True)
+    with_rmqstore, bare = os.path.join(base, "venv"), os.path.join(base, "path-python")
+    venv.EnvBuilder(system_site_packages=True, symlinks=True).create(with_rmqstore)
+    venv.EnvBuilder(symlinks=True).create(bare)
+    python = os.path.join(with_rmqstore, "bin", "python")
+    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    with open(os.path.join(site, "rmqstore-checkout.pth"), "w", encoding="utf-8") as f:
+        f.write(str(REPO) + "\n")
+    # (PYTEST_CURRENT_TEST too: ipykernel stops forwarding what is written to its file descriptors 1 and 2
+    # -- a JVM's, a C library's -- when it sees it, and JupyterLab or `rmqstore site` show that output)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV", "PYTEST_CURRENT_TEST")}
+    env["PATH"] = os.path.join(bare, "bin") + os.pathsep + os.environ.get("PATH", "")
+    return Newcomer(python, os.path.join(bare, "bin", "python3"), env)
+
+
+@lru_cache(maxsize=None)
+def newcomer_kernel() -> str:
+    """A Jupyter kernel of :func:`newcomer`'s virtualenv (its interpreter by absolute path, as
+    ``ipykernel install`` writes it), found through JUPYTER_PATH; its name."""
+    name = "rmqstore-newcomer"
+    prefix = os.path.dirname(os.path.dirname(newcomer().python))
+    spec = os.path.join(prefix, "share", "jupyter", "kernels", name)
+    os.makedirs(spec, exist_ok=True)
+    with open(os.path.join(spec, "kernel.json"), "w", encoding="utf-8") as f:
+        json.dump({"argv": [newcomer().python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                   "display_name": "rmqstore (a virtualenv, not activated)", "language": "python"}, f)
+    share = os.path.join(prefix, "share", "jupyter")
+    os.environ["JUPYTER_PATH"] = share + (os.pathsep + os.environ["JUPYTER_PATH"] if os.environ.get("JUPYTER_PATH")
+                                          else "")
+    return name
+
+
 # --- notebooks: each executed once per session, however many test modules check it -------------
 
 NOTEBOOKS_DIR = REPO / "notebooks"
@@ -141,7 +199,11 @@ NOTEBOOKS_DIR = REPO / "notebooks"
 @lru_cache(maxsize=None)
 def executed_notebook(name: str):
     """``notebooks/<name>`` executed top to bottom in a real kernel (cached for the session), as
-    ``rmqstore site`` runs it (a failing cell is named: notebook, cell number, first line)."""
+    ``rmqstore site`` runs it (a failing cell is named: notebook, cell number, first line).
+
+    The kernel runs as a newcomer's does (:func:`newcomer`): from a virtualenv that is not
+    activated, so the ``python3`` on its PATH lacks rmqstore and nothing reaches it through
+    PYTHONPATH -- a notebook that starts ``python3`` from PATH (Spark's workers once did) fails here."""
     import nbformat
 
     from rmqstore.widgets.static_html import execute_notebook
@@ -156,8 +218,9 @@ def executed_notebook(name: str):
     # (test_notebooks: a notebook cleans up after itself), then removed
     scratch = tempfile.mkdtemp(prefix="rmq-notebook-tmp-")
     try:
-        execute_notebook(nb, path, timeout=600, kernel_name=notebook_kernel(),
-                         env=dict(os.environ, RMQSTORE_NOTEBOOK_WORK=keep, TMPDIR=scratch, TEMP=scratch, TMP=scratch))
+        kernel = notebook_kernel()
+        execute_notebook(nb, path, timeout=600, kernel_name=kernel,
+                         env=dict(newcomer().env, RMQSTORE_NOTEBOOK_WORK=keep, TMPDIR=scratch, TEMP=scratch, TMP=scratch))
         NOTEBOOK_TEMP_LEFTOVERS[name] = sorted(os.listdir(scratch))
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -169,10 +232,11 @@ NOTEBOOK_TEMP_LEFTOVERS: dict[str, list[str]] = {}
 
 
 def notebook_kernel() -> str:
-    """The kernel the notebooks run in: ``python3`` (this environment), or in CI the kernel of a
-    virtualenv holding exactly the README's main-job install (``.ci/run`` makes it and names it in
-    ``RMQSTORE_NOTEBOOK_KERNEL``), so a notebook needing more than the main job installs fails here."""
-    return os.environ.get("RMQSTORE_NOTEBOOK_KERNEL", "python3")
+    """The kernel the notebooks run in: in CI the kernel of a virtualenv holding exactly the README's
+    main-job install (``.ci/run`` makes it and names it in ``RMQSTORE_NOTEBOOK_KERNEL``), so a notebook
+    needing more than the main job installs fails there; elsewhere :func:`newcomer_kernel` (this
+    environment's packages and this checkout, in a virtualenv of its own)."""
+    return os.environ.get("RMQSTORE_NOTEBOOK_KERNEL") or newcomer_kernel()
 
 
 def notebook_text(name: str) -> str:

@@ -93,6 +93,7 @@ class Broker:
         self.stats = BrokerStatistics(self.config.broker_cluster_name)
         self.server = RemotingServer(listen_host or self.config.broker_ip1, self.config.listen_port, self.limits,
                                      on_close=self.clients.connection_closed)
+        self.server.role = "broker"
         self.acl = install_acl(self.server, self.config)  # None unless aclEnable: no hook at all
         self.send_processor = SendMessageProcessor(self)
         self.pull_processor = PullMessageProcessor(self)
@@ -106,6 +107,8 @@ class Broker:
             part.register(self.server)
         self.namesrv = NameServer(*namesrv_listen, limits=self.limits,
                                   config=embedded_namesrv_config(self.config_dir())) if namesrv_listen else None
+        if self.namesrv is not None:
+            self.namesrv.server.role = "embedded name server"
         period = register_period or clamped_register_period(self.config.register_name_server_period)
         self.registration = NamesrvRegistration(self, self.config.namesrv_addr, period, embedded=self.namesrv)
         self._persist_task = BackgroundTask()
@@ -137,9 +140,13 @@ class Broker:
         return f"{host}:{port}"
 
     async def start(self) -> None:
-        self.config.listen_port = self.server.bind()
-        if self.namesrv is not None:
-            self.namesrv.server.bind()
+        try:  # (a ListenError names the address and which server wanted it)
+            self.config.listen_port = self.server.bind()
+            if self.namesrv is not None:
+                self.namesrv.server.bind()
+        except BaseException:
+            await self._close_listeners()
+            raise
         self.store_config.store_host = self.config.broker_addr
         self.store = MessageStore(self.store_root, self.store_config)
         try:

@@ -14,7 +14,7 @@ HOST:PORT`` (haMasterAddress) or, without it, from the HA address the name serve
 checks every request against the ``plain_acl.yml`` beside it (RocketMQ's plain ACL, see
 :mod:`rmqstore.broker.acl`); ``--acl FILE`` turns that on with another file.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
 persisted, the store flushed and shut down, no abort file left.  Exit 0 after a clean
-stop, 2 when it cannot start.
+stop, 2 when it cannot start -- an address it cannot listen on is named, with the flag that moves it.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import asyncio
 import os
 import signal
 
-from ..errors import RmqStoreError
+from ..errors import ListenError, RmqStoreError
 from ..config import BrokerRole
 from .config import BrokerConfig, load_broker_conf, parse_properties_text
 
@@ -142,6 +142,26 @@ def _replication(args, given: dict, broker_config, store_config, listen_host) ->
         store_config.ha_listen_port = port + 1 if port else 0
 
 
+#: how each server's address is changed, for the error that says it cannot listen there
+MOVE_IT = {
+    "broker": "--listen HOST:PORT gives the broker another address (listenPort in broker.conf; port 0: any free "
+              "port)",
+    "embedded name server": "--namesrv-listen HOST:PORT gives the embedded name server another address, or "
+                            "--no-namesrv leaves it out (a name server already running there: --no-namesrv "
+                            "--namesrv ADDR registers with it)",
+    "master": "--ha-listen HOST:PORT gives the slaves' port another address (haListenPort in broker.conf; by "
+              "default the broker's listen port + 1, so --listen moves it too)",
+    "name server": "--listen HOST:PORT gives the name server another address (listenPort in namesrv.conf; port 0: "
+                   "any free port)",
+}
+
+
+def _cannot_listen(exc: ListenError) -> RmqStoreError:
+    """The one line for a server that cannot listen: which server, the address, why, and the way out."""
+    hint = MOVE_IT.get(exc.role)
+    return RmqStoreError(f"the {exc.role} {exc}" + (f"; {hint}" if hint else ""))
+
+
 async def _serve(service, banner, stdout, what: str) -> None:
     """Start ``service``, print ``banner()``, run until SIGINT/SIGTERM, stop it."""
     loop = asyncio.get_running_loop()
@@ -183,7 +203,10 @@ def run_namesrv(args, stdout) -> int:
     config = NamesrvConfig.load(args.config) if args.config else NamesrvConfig.rocketmq_defaults()
     host, port = args.listen or ("127.0.0.1", config.listen_port)
     namesrv = NameServer(host, port, config=config)
-    asyncio.run(_serve(namesrv, lambda: f"name server listening on {namesrv.address}\n", stdout, "name server"))
+    try:
+        asyncio.run(_serve(namesrv, lambda: f"name server listening on {namesrv.address}\n", stdout, "name server"))
+    except ListenError as exc:
+        raise _cannot_listen(exc) from None
     return 0
 
 
@@ -195,5 +218,8 @@ def run_broker(args, stdout, stderr) -> int:
         stderr.write(f"rmqstore broker: warning: {args.config}: key {key!r} is not used\n")
     broker = Broker(root, broker_config, store_config, listen_host=listen_host,
                     namesrv_listen=None if args.no_namesrv else args.namesrv_listen)
-    asyncio.run(_serve(broker, lambda: _broker_banner(broker), stdout, "broker"))
+    try:
+        asyncio.run(_serve(broker, lambda: _broker_banner(broker), stdout, "broker"))
+    except ListenError as exc:
+        raise _cannot_listen(exc) from None
     return 0

@@ -53,8 +53,41 @@ def _segment_end(seg: dict) -> str:
         text = f"unwritten@{num(seg['dataEnd'])}"
         if seg.get("nonZeroAfterEnd"):
             text += f" (+{num(seg['nonZeroAfterEnd'])} non-zero)"
-        return text if seg["inStore"] or seg["records"] else "empty (pre-allocated)"
+        return text if seg["inStore"] or seg["records"] else "empty (made ahead)"
     return end
+
+
+def _messages_text(info: dict) -> str:
+    """Both message counts, each named: the commitlog's records (what verify counts) and the queues' units,
+    with the transaction halves that the queues never hold -- two numbers side by side otherwise look
+    like a disagreement."""
+    cl, cq = info["commitlog"], info["consumeQueues"]
+    halves = cl["transactionHalves"]
+    text = (f"{num(cl['messages'])} in the commitlog (verify's count), {num(cq['messages'])} in {cq['queues']} "
+            f"queue(s) of {len(info['topics'])} topic(s)")
+    if halves:
+        text += (f"; {num(halves)} of those in the commitlog "
+                 f"{'is a transaction half' if halves == 1 else 'are transaction halves'} (prepared or rolled "
+                 "back), which no queue holds")
+    return text
+
+
+def _live_rows(info: dict) -> list[tuple[str, str]]:
+    """The ``live`` and ``abort`` lines: a running store keeps its abort file and makes files ahead."""
+    from ..inspect_store import live_text
+
+    live = info.get("live")
+    if live is None:
+        return [("abort", "present: the last run did not shut down cleanly" if info["abort"]
+                 else "absent (clean shutdown)")]
+    ahead = info.get("madeAhead") or []
+    text = (f"{live_text(live)} holds the store's lock: a running broker or writer; what is shown is the store at "
+            "this moment")
+    if ahead:
+        text += f"; {', '.join(ahead)} made ahead by the running store (its next file)"
+    who = f"this process, {live['pid']}" if live["thisProcess"] else f"process {live['pid']}"
+    abort = f"present: kept by the running store ({who}), removed at its clean shutdown" if info["abort"] else "absent"
+    return [("live", text), ("abort", abort)]
 
 
 def _print_inspect(out: Out, info: dict) -> None:
@@ -85,12 +118,13 @@ def _print_inspect(out: Out, info: dict) -> None:
         ("health", info["health"]),
         ("commitlog", f"offsets {num(cl['minOffset'])} .. {num(cl['maxOffset'])} in {cl['files']} file(s) of "
                       f"{num(cfg['commitLogFileSize'])} bytes"),
-        ("messages", f"{num(cq['messages'])} in {cq['queues']} queue(s) of {len(info['topics'])} topic(s)"),
+        ("messages", _messages_text(info)),
         ("dispatched", "-" if cq["dispatchedUpTo"] is None else f"up to offset {num(cq['dispatchedUpTo'])}"),
         ("index", f"{len(info['index'])} file(s), {num(sum(i['entries'] for i in info['index']))} entries "
-                  f"({num(cfg['indexHashSlots'])} slots, {num(cfg['indexEntries'])} entries per file)"),
+                  f"({num(cfg['indexHashSlots'])} slots, {num(cfg['indexCapacity'])} entries per file (maxIndexNum "
+                  f"{num(cfg['indexEntries'])}: entry 0 is never used))"),
         ("checkpoint", cp_text),
-        ("abort", "present: the last run did not shut down cleanly" if info["abort"] else "absent (clean shutdown)"),
+        *_live_rows(info),
         ("lock", lock_text),
         ("disk", disk_text),
     ])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from .terminal import EXIT_OK, Command, Streams, positive_int
+from .terminal import EXIT_OK, PROG, Command, Streams, positive_int
 
 __all__ = ["COMMAND"]
 
@@ -20,8 +20,12 @@ def _site_arguments(p: argparse.ArgumentParser) -> None:
 def _site(args: argparse.Namespace, io: Streams) -> int:
     from rmqstore.widgets.site import build_site  # Jupyter imports only for this command
 
+    def log(line: str) -> None:  # a stderr that is no terminal (a log file, CI) gets lines, not a bar
+        io.stderr.write(f"{PROG} site: {line}\n")
+        io.stderr.flush()
+
     site = build_site(args.out, args.notebooks, execute=not args.no_execute, timeout=args.timeout,
-                      progress=io.stderr_is_tty)
+                      progress=io.stderr_is_tty, log=None if io.stderr_is_tty else log)
     for page in site.pages:
         io.stdout.write(f"{page.html_path}  {page.title}  ({page.seconds:.1f} s)\n")
     io.stdout.write(f"{site.index}\n")

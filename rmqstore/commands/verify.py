@@ -54,7 +54,7 @@ def print_verify(out: Out, report) -> None:
         ("store", os.path.abspath(r.root)),
         ("commitlog", f"{r.segments} file(s), {num(r.commitlog_bytes)} bytes: {num(r.records)} messages, "
                       f"{num(r.blanks)} blanks (data {num(r.log_start)} .. {num(r.log_end)})"),
-        ("consume queues", f"{r.queues} queue(s), {num(r.units)} units"),
+        ("consume queues", f"{r.queues} queue(s), {num(r.units)} units (the messages in queues, inspect's count)"),
         ("index", f"{r.index_files} file(s), {num(r.entries)} entries"),
         ("result", r.summary()),
     ])

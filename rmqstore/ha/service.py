@@ -23,7 +23,7 @@ import socket
 import threading
 
 from ..config import BrokerRole
-from ..errors import StoreStateError
+from ..errors import ListenError
 from .client import HAClient
 from .connection import HAConnection
 from .transfer import GroupTransferService, ReplicaRequest, WaitNotifyObject
@@ -49,10 +49,9 @@ class AcceptSocketService:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((self.host, self.port))
-        except OSError as exc:
+        except OSError as exc:  # (ha_listen_host/ha_listen_port)
             sock.close()
-            raise StoreStateError(f"cannot listen for slaves on {self.host}:{self.port} "
-                                  f"(ha_listen_host/ha_listen_port): {exc.strerror or exc}") from None
+            raise ListenError(self.host, self.port, exc, "master", "cannot listen for slaves on") from None
         sock.listen(16)
         sock.settimeout(0.2)
         self.port = sock.getsockname()[1]  # the real port when 0 asked for an ephemeral one
@@ -117,7 +116,7 @@ class HAService:
 
     # -- lifecycle -----------------------------------------------------------------
     def begin_accept(self) -> None:
-        """Bind the HA port (raises StoreStateError naming the port when it cannot)."""
+        """Bind the HA port (raises ListenError, a StoreStateError, naming the port when it cannot)."""
         if self.accept_service is not None:
             self.accept_service.begin_accept()
 

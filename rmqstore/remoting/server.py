@@ -62,7 +62,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..errors import RmqStoreError
+from ..errors import ListenError, RmqStoreError
 from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 from .recorder import FrameRecorder
@@ -410,21 +410,24 @@ class RemotingServer:
         self.budget = UnsentBudget(self.limits.unsent_budget, self.log_throttle)  # the answers not yet sent
         self._server: asyncio.AbstractServer | None = None
         self._sock: socket.socket | None = None
+        #: what this server is to its owner ("broker", "name server"): named when it cannot listen
+        self.role = "server"
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
 
     def bind(self) -> int:
-        """Bind the listening socket now (the port is known before :meth:`start` accepts)."""
+        """Bind the listening socket now (the port is known before :meth:`start` accepts); an address
+        that cannot be had raises :class:`~rmqstore.errors.ListenError` naming it and :attr:`role`."""
         if self._sock is None:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 sock.bind((self.host, self.port))
-            except OSError:
+            except OSError as exc:
                 sock.close()
-                raise
+                raise ListenError(self.host, self.port, exc, self.role) from None
             self._sock = sock
             self.port = sock.getsockname()[1]
         return self.port

@@ -36,6 +36,7 @@ from ..record import decode_record
 from ..store_dir import (grid_problem, is_shape_error, list_names, list_store_files, queue_folders, readable_store_files,
                          resolve_store_root)
 from ..store_sizes import StoreSizes, guess_sizes, index_size
+from ..store_lock import lock_holder, process_command
 from .. import store_paths as sp
 from . import index_rules as ir
 from . import queue_rules as qr
@@ -94,6 +95,7 @@ class Verifier(LogWalk):
         self.past_end: list[int] = []  # offsets past the end of the log that units/entries point at
         self.unclaimed_tail: int | None = None  # index in problems of an undecodable last record (no abort)
         self.abort = False
+        self.live: int | None = None  # the pid of the live process holding the store's lock
         #: ConsumeQueueExt in use (enableConsumeQueueExt): tags codes <= Integer.MIN_VALUE - 1 are addresses
         self.cq_ext = os.path.isdir(os.path.join(root, "consumequeue_ext"))
 
@@ -173,7 +175,10 @@ class Verifier(LogWalk):
 
     def check_store_files(self) -> None:
         self.abort = os.path.exists(sp.abort_path(self.root))
-        if self.abort:
+        self.live = self.report.live = lock_holder(self.root)
+        if self.live is not None:  # a running store keeps its abort file: live, not crashed
+            self.note(rules.live_store(self.live, process_command(self.live), self.live == os.getpid()))
+        elif self.abort:
             self.note(rules.unclean_shutdown())
         if not os.path.isdir(sp.commitlog_dir(self.root)):
             self.note(rules.not_a_store())

@@ -57,6 +57,7 @@ class LogWalk:
     sizes: StoreSizes
     report: VerifyReport
     abort: bool
+    live: int | None
     cq_ext: bool
     stop_at_recovered_end: bool
     segments: list[tuple[int, MappedFile]]
@@ -152,11 +153,11 @@ class LogWalk:
                 ended = (f.rel, pos, start + pos)  # (files with data after it: a hole)
             self.tick(f.size)
         # after the last file
-        self.note(*(rules.preallocated_segment(rel) for rel in pending_zero))
+        self.note(*(rules.preallocated_segment(rel, self.live is not None) for rel in pending_zero))
         if garbage is not None:
             self.note(rules.garbage_after_end(*garbage))
         if corrupt_tail and last_corrupt is not None and self.abort:
-            self.recast(last_corrupt, rules.TORN_TAIL)
+            self.recast(last_corrupt, rules.TORN_TAIL if self.live is None else rules.LIVE_TAIL)
         elif corrupt_tail and last_corrupt is not None:
             self.unclaimed_tail = last_corrupt  # judged once every reference is known (finish_log_refs)
         self.log = rules.LogMap([(start, f.rel, f.size) for start, f in self.segments], self.corrupt_regions)

@@ -20,7 +20,10 @@ KINDS = {
     # the store as a whole
     "not_a_store": "the directory holds no commitlog/ directory",
     "unopenable": "open_store refused the store (the message says why)",
-    "unclean_shutdown": "the abort file is present: the last run did not shut down cleanly",
+    "unclean_shutdown": "the abort file is present and no process holds the lock: the last run did not shut down "
+                        "cleanly",
+    "live_store": "a live process holds the store's lock (a running broker or writer): the abort file and a commitlog "
+                  "file made ahead are what a running store has",
     "unreadable_file": "an entry where a store file belongs is no file of the store (a directory, a dangling "
                        "symlink, a loop, too large to map); the system refusing to open or map a file is an "
                        "error of the run, not a problem of the store",
@@ -108,6 +111,8 @@ class VerifyReport:
     index_files: int = 0
     entries: int = 0
     abort: bool = False
+    #: the pid of the live process holding the store's lock while it was read (None: nobody)
+    live: int | None = None
     problems: list[Problem] = field(default_factory=list)
     suppressed: dict[str, int] = field(default_factory=dict)
 
@@ -143,6 +148,7 @@ class VerifyReport:
                         "blanks": self.blanks, "queues": self.queues, "units": self.units,
                         "indexFiles": self.index_files, "entries": self.entries},
             "abort": self.abort,
+            "live": self.live,
             "errors": len(self.errors) + self.suppressed_errors,
             "warnings": len(self.warnings) + sum(n for k, n in self.suppressed.items() if k.startswith("warning:")),
             "problems": [p.to_dict() for p in self.problems],

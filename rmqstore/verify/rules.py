@@ -72,7 +72,9 @@ index (``index/<yyyyMMddHHmmssSSS>``)
 
 other files
     ``checkpoint`` must be the 4096-byte file whose first 24 bytes hold three timestamps;
-    ``abort`` present means the last run did not shut down cleanly (a warning; see below).
+    ``abort`` present means the last run did not shut down cleanly (a warning; see below) -- unless a
+    live process holds the store's lock: a running store keeps its abort file and makes its next
+    commitlog file ahead, and the report says it is live instead (``live_store``).
 
 Blame.  When a unit and a record disagree, the side that disagrees with the rest is
 blamed: a record whose queue fields are claimed by no unit while a unit points at it has a
@@ -119,10 +121,10 @@ from .report import WARNING, Problem
 
 __all__ = ["LogMap", "segment_rel", "QueueOffsets", "unclean_shutdown", "not_a_store", "unlistable_folder",
            "listing_problems", "unplaced_segment", "log_start", "sizeless_segment",
-           "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment",
+           "segment_size", "segment_gap", "log_hole", "zero_file_inside_log", "preallocated_segment", "live_store",
            "interrupted_allocation",
            "garbage_after_end", "no_blank", "undecodable_record", "blank_size", "recovery_ends_log",
-           "record_problems", "recast", "TORN_TAIL", "CUT_OFF_TAIL", "log_short", "checkpoint_problems",
+           "record_problems", "recast", "TORN_TAIL", "LIVE_TAIL", "CUT_OFF_TAIL", "log_short", "checkpoint_problems",
            "checkpoint_size", "checkpoint_unreadable", "strays_summary", "summary_line"]
 
 
@@ -162,6 +164,15 @@ def unclean_shutdown() -> Problem:
     return Problem("unclean_shutdown", "abort", None,
                    "unclean shutdown (abort file present): the last run did not stop cleanly; the next start "
                    "runs RocketMQ's abnormal recovery (re-checks the log from the checkpoint, re-dispatches)", WARNING)
+
+
+def live_store(pid: int, command: str | None, this_process: bool) -> Problem:
+    """The store is open for writing by a live process (:func:`rmqstore.store_lock.lock_holder`)."""
+    who = f"this process ({pid})" if this_process else f"process {pid}" + (f" ({command})" if command else "")
+    return Problem("live_store", "lock", None,
+                   f"live: {who} holds the store's lock -- a running broker or writer; the abort file is the one a "
+                   "running store keeps (removed at its clean shutdown), not a sign of a crash, and what is read is "
+                   "the store at this moment (it changes while it runs)", WARNING)
 
 
 def not_a_store() -> Problem:
@@ -239,7 +250,13 @@ def zero_file_inside_log(rel: str) -> Problem:
     return Problem("log_hole", rel, None, "all-zero commitlog file between files that hold data")
 
 
-def preallocated_segment(rel: str) -> Problem:
+def preallocated_segment(rel: str, live: bool = False) -> Problem:
+    """An all-zero commitlog file after the end of the log: made ahead of need by the running store
+    (``live``), else left by a writer that stopped without shutting down."""
+    if live:
+        return Problem("preallocated_segment", rel, None, "the next commitlog file, made ahead by the running store "
+                       "(all zeros): what a running broker has (its allocate service makes it before it is needed)",
+                       WARNING)
     return Problem("preallocated_segment", rel, None, "pre-allocated empty commitlog file after the end of the log "
                    "(all zeros): left by a writer that did not shut down cleanly (recovery deletes it)", WARNING)
 
@@ -312,6 +329,8 @@ def record_problems(phys: int, rel: str, pos: int, rec) -> list[Problem]:
 #: why an undecodable last record is a torn write (abort file present) / bytes a recovery cut off
 TORN_TAIL = ("torn_tail", "it is the last record of the log and the abort file says the writer died: a torn "
              "write that recovery will cut off")
+LIVE_TAIL = ("torn_tail", "it is the last record of the log and the store is live: a record being written while "
+             "it was read")
 CUT_OFF_TAIL = ("garbage_after_end", "it is where the log's last file stops and no consume-queue unit or index "
                 "entry points at or past it: bytes a recovery cut off (a torn write), which RocketMQ ignores and "
                 "overwrites")

@@ -36,6 +36,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from rmqstore.errors import RmqStoreError
 from rmqstore.progress import ProgressBar
@@ -266,9 +267,10 @@ def _index_html(site_title: str, pages: list[SitePage]) -> str:
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
-def _export(source: Path, target: Path, execute: bool, timeout: int) -> str:
+def _export(source: Path, target: Path, execute: bool, timeout: int, on_cell=None) -> str:
     try:
-        return export_notebook_html(source, target, execute=execute, timeout=timeout, cwd=source.parent)
+        return export_notebook_html(source, target, execute=execute, timeout=timeout, cwd=source.parent,
+                                    on_cell=on_cell)
     except NotebookExecutionError as exc:  # a cell raised: the message names the notebook and the cell
         raise SiteError(str(exc)) from exc
     except Exception as exc:  # a dead kernel, a timeout ...
@@ -278,13 +280,16 @@ def _export(source: Path, target: Path, execute: bool, timeout: int) -> str:
 
 
 def build_site(out="site", notebooks=None, *, execute: bool = True, timeout: int = 600,
-               title: str = "rmqstore notebooks", progress: bool | None = None) -> Site:
+               title: str = "rmqstore notebooks", progress: bool | None = None,
+               log: Callable[[str], None] | None = None) -> Site:
     """Execute and export ``notebooks`` (default: ``notebooks/``) into ``out`` with an index.
 
     ``notebooks`` is a directory (every ``*.ipynb`` in name order), a notebook, or a list of
     either.  Each notebook runs in its own kernel with its own folder as the working
     directory (``timeout`` seconds per cell); ``execute=False`` exports the saved outputs as
-    they are.  ``progress`` shows a rich bar on stderr (default: when stderr is a terminal).
+    they are.  ``progress`` shows a rich bar on stderr (default: when stderr is a terminal), which
+    names the notebook and the cell running (one can take minutes); ``log`` is given a line as each
+    notebook starts and as it is written (for a log that is no terminal).
     Raises :class:`SiteError` naming the notebook when one fails, and when a page would
     fetch anything from the network.  Returns the :class:`Site` written.
     """
@@ -304,9 +309,13 @@ def build_site(out="site", notebooks=None, *, execute: bool = True, timeout: int
     site = Site(out)
     with ProgressBar(sys.stderr, "site", len(pages), unit="steps", enabled=progress, transient=False) as bar:
         for i, page in enumerate(pages):
-            bar.step(f"{'executing' if execute else 'exporting'} {page.source.name}")
+            doing = f"{'executing' if execute else 'exporting'} {page.source.name}"
+            bar.step(doing)
+            if log is not None:
+                log(f"{doing} ({i + 1} of {len(pages)})")
             started = time.monotonic()
-            body = _export(page.source, page.html_path, execute, timeout)
+            body = _export(page.source, page.html_path, execute, timeout,
+                           lambda n, count, doing=doing: bar.step(f"{doing}: cell {n} of {count}"))
             prev = pages[i - 1] if i else None
             nxt = pages[i + 1] if i + 1 < len(pages) else None
             body = _add_navigation(body, page, prev, nxt, title)
@@ -315,6 +324,8 @@ def build_site(out="site", notebooks=None, *, execute: bool = True, timeout: int
             site.pages.append(SitePage(page.source, page.html_path, page.title, page.summary_html,
                                        time.monotonic() - started))
             bar.step(f"wrote {page.href}", advance=1)
+            if log is not None:
+                log(f"wrote {page.html_path} ({site.pages[-1].seconds:.1f} s)")
         index = _index_html(title, site.pages)
         _check_offline(site.index, index)
         site.index.write_text(index, encoding="utf-8")

@@ -19,11 +19,16 @@ import json
 import os
 from pathlib import Path
 
+from typing import Callable
+
 from ..errors import RmqStoreError
 from ._assets import HERE
 
 __all__ = ["to_html", "export_notebook_html", "execute_notebook", "NotebookExecutionError", "widget_state",
            "SHIM_JS", "STATE_MIME"]
+
+#: ``on_cell(number, count)``: a code cell starts (see :func:`execute_notebook`)
+CellHook = Callable[[int, int], None]
 
 STATE_MIME = "application/vnd.jupyter.widget-state+json"
 VIEW_MIME = "application/vnd.jupyter.widget-view+json"
@@ -149,19 +154,20 @@ def _exporter():
 
 
 def export_notebook_html(ipynb_path, html_path, execute: bool = True, *, timeout: int = 600,
-                         kernel_name: str = "python3", cwd=None) -> str:
+                         kernel_name: str = "python3", cwd=None, on_cell: CellHook | None = None) -> str:
     """Execute ``ipynb_path`` (unless ``execute=False``) and write it as offline HTML to ``html_path``.
 
     Widget outputs are rendered from the notebook's saved widget state (anywidget models
     carry their ``_esm``/``_css``) by the same renderer as :func:`to_html`; HBox/VBox
-    children are laid out in a flex box.  No remote script is referenced.  Returns the HTML.
+    children are laid out in a flex box.  No remote script is referenced.  ``on_cell``: as for
+    :func:`execute_notebook`.  Returns the HTML.
     """
     import nbformat
 
     ipynb_path = Path(ipynb_path)
     nb = nbformat.read(ipynb_path, as_version=4)
     if execute:
-        execute_notebook(nb, ipynb_path, cwd=cwd, timeout=timeout, kernel_name=kernel_name)
+        execute_notebook(nb, ipynb_path, cwd=cwd, timeout=timeout, kernel_name=kernel_name, on_cell=on_cell)
     exporter = _exporter()
     body, _ = exporter.from_notebook_node(nb, resources={"rmq_shim": SHIM_JS,
                                                          "metadata": {"name": ipynb_path.stem}})
@@ -174,7 +180,7 @@ class NotebookExecutionError(RmqStoreError):
 
 
 def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_name: str = "python3",
-                     env: dict | None = None) -> None:
+                     env: dict | None = None, on_cell: CellHook | None = None) -> None:
     """Run every cell of ``nb`` (read from ``ipynb_path``) in a fresh kernel, keeping widget state.
 
     The kernel talks to us over IPC sockets in a private temp folder, not TCP: both ends are
@@ -182,7 +188,9 @@ def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_nam
     start (one per notebook in a site build).  A cell that raises becomes a
     :class:`NotebookExecutionError` that names the notebook, the cell's number and first
     line, and the error -- a bare ``assert`` has no message of its own.  ``env``: the
-    kernel's environment (default: this process's).
+    kernel's environment (default: this process's).  ``on_cell(number, count)`` is called as
+    each code cell starts: its number among the ``count`` code cells, from 1 (a notebook can
+    run for minutes: this is its progress).
     """
     import tempfile
 
@@ -193,7 +201,8 @@ def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_nam
     with tempfile.TemporaryDirectory(prefix="rmq-kernel-") as sockets:
         km = KernelManager(kernel_name=kernel_name, transport="ipc", ip=os.path.join(sockets, "kernel"))
         client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=kernel_name, store_widget_state=True,
-                                resources={"metadata": {"path": str(cwd or Path(ipynb_path).parent)}})
+                                resources={"metadata": {"path": str(cwd or Path(ipynb_path).parent)}},
+                                on_cell_start=None if on_cell is None else _cell_counter(nb, on_cell))
         try:
             client.execute(**({} if env is None else {"env": env}))
         except CellExecutionError as exc:
@@ -201,6 +210,16 @@ def execute_notebook(nb, ipynb_path, *, cwd=None, timeout: int = 600, kernel_nam
         finally:  # a kernel manager we made is ours to stop (nbclient stops only its own)
             if km.has_kernel:
                 km.shutdown_kernel(now=False)
+
+
+def _cell_counter(nb, on_cell: CellHook):
+    """nbclient's ``on_cell_start`` hook (every cell, by index) as ``on_cell(number, count)`` over code cells."""
+    numbers = {i: n for n, i in enumerate((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), 1)}
+
+    def hook(cell, cell_index: int) -> None:
+        if cell_index in numbers:
+            on_cell(numbers[cell_index], len(numbers))
+    return hook
 
 
 def _failed_cell(nb, ipynb_path, exc) -> str:

@@ -70,7 +70,10 @@ function render({ model, el }) {
   const pageLabel = h("span", { class: "rmq-insp-pagelabel rmq-muted", "data-testid": "page-label" });
   const recTable = h("table", { class: "rmq-insp-records" });
   const recBody = h("tbody");
-  recTable.append(h("thead", {}, h("tr", {}, ["offset", "size", "topic", "queue", "queue offset", "store time", "keys", "tags", "body / note"].map((c) => h("th", { text: c })))), recBody);
+  const recColumns = [["offset", "offset"], ["size", "size"], ["topic", "topic"], ["queue", "queue"], ["queue offset", "qoffset"],
+    ["store time", "time"], ["keys", "keys"], ["tags", "tags"], ["body / note", "body"]];
+  recTable.append(h("colgroup", {}, recColumns.map(([, c]) => h("col", { class: `rmq-insp-c-${c}` }))),
+    h("thead", {}, h("tr", {}, recColumns.map(([t]) => h("th", { text: t, title: t })))), recBody);
   const detail = h("div", { class: "rmq-insp-detail" });
 
   root.append(
@@ -159,9 +162,9 @@ function render({ model, el }) {
       h("td", { class: "rmq-num", text: r.queue_id >= 0 ? String(r.queue_id) : "" }),
       h("td", { class: "rmq-num", text: r.queue_offset ? fmtInt(r.queue_offset) : "" }),
       h("td", { class: "rmq-mono rmq-insp-time", text: r.store_time || "" }),
-      h("td", { class: "rmq-mono", text: r.keys || "" }),
-      h("td", { text: r.tags || "" }),
-      h("td", { class: "rmq-insp-body" }, h("span", { class: "rmq-mono", text: r.body || "" }), r.note ? h("span", { class: "rmq-muted", text: ` ${r.note}` }) : null));
+      h("td", { class: "rmq-mono", text: r.keys || "", title: r.keys || "" }),
+      h("td", { text: r.tags || "", title: r.tags || "" }),
+      h("td", { class: "rmq-insp-body", title: [r.body, r.note].filter(Boolean).join(" ") }, h("span", { class: "rmq-mono", text: r.body || "" }), r.note ? h("span", { class: "rmq-muted", text: ` ${r.note}` }) : null));
       recBody.appendChild(tr);
     }
     if (!rows.length) recBody.appendChild(h("tr", {}, h("td", { colspan: "9", class: "rmq-muted", text: "no records here" })));

@@ -216,6 +216,14 @@ def check_inspector(scope, expected, snap=None):
     rows = view.get_by_test_id("record-row")
     wait_until(lambda: rows.count() > 0, message="record rows")
     assert rows.first.get_attribute("data-offset") == "0"
+    # the records table fits the view's width: every column shows, the last one too (long keys and
+    # bodies are cut short with an ellipsis, whole in the cell's title), no sideways scrolling
+    fit = view.locator(".rmq-insp-records").evaluate(
+        "t => { const w = t.parentElement, th = [...t.querySelectorAll('th')].pop(); "
+        "return [t.scrollWidth, w.clientWidth, th.getBoundingClientRect().right, w.getBoundingClientRect().right]; }")
+    assert fit[0] <= fit[1] and fit[2] <= fit[3], f"records table {fit[0]} px in a {fit[1]} px view: {fit}"
+    cells = rows.first.locator("td").evaluate_all("tds => tds.map(td => [td.textContent, td.title])")
+    assert all(title == text for text, title in cells[6:7]), cells  # keys: whole in the title
     first_page = rows.evaluate_all("els => els.map(e => e.dataset.offset)")
     view.get_by_test_id("page-next").click()
     wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") not in first_page,

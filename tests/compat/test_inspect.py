@@ -180,6 +180,45 @@ def _info(name, store) -> dict:
         return inspect(st)
 
 
+@pytest.mark.parametrize("name", ["txn_delay", "basic"])
+def test_inspect_says_which_message_count_is_which(name):
+    """inspect and verify count messages on the same store differently, each rightly: verify every
+    message record in the commitlog, inspect the messages its consume queues hold.  inspect names both,
+    and the transaction halves (prepared, rolled back) that are the difference: RocketMQ gives them no
+    queue unit."""
+    from rmqstore.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+
+    messages = [r for _, r in commitlog_records(name) if not isinstance(r, BlankRecord)]
+    halves = sum(r.sys_flag & TRANSACTION_MASK in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+                 for r in messages)
+    assert (halves > 0) == (name == "txn_delay")
+    info = _info(name, "store")
+    assert info["commitlog"]["messages"] == len(messages)
+    assert info["commitlog"]["transactionHalves"] == halves
+    queued = info["consumeQueues"]["messages"]
+    code, out, _ = run_cli(["inspect", store_dir(name, "store")])
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("messages"))
+    want = f"{len(messages):,} in the commitlog (verify's count), {queued:,} in"
+    assert want in line, line
+    assert (f"; {halves:,} of those in the commitlog are transaction halves (prepared or rolled back), which no "
+            "queue holds" in line) == bool(halves), line
+    code, out, _ = run_cli(["verify", store_dir(name, "store")])
+    assert f"{len(messages):,} messages" in out and f"{queued:,} units (the messages in queues" in out, out
+
+
+def test_inspect_gives_the_index_files_capacity_as_its_table_does():
+    """An index file of maxIndexNum entries holds maxIndexNum - 1 (RocketMQ never uses entry 0): the summary
+    line says so, as the files' table does ("1,999 entries per file", not the setting's 2,000)."""
+    info = _info("basic", "store")
+    n = info["config"]["indexEntries"]
+    assert info["config"]["indexCapacity"] == n - 1 and all(i["capacity"] == n - 1 for i in info["index"])
+    code, out, _ = run_cli(["inspect", store_dir("basic", "store")])
+    line = next(ln for ln in out.splitlines() if ln.startswith("index "))
+    assert f"{n - 1:,} entries per file (maxIndexNum {n:,}: entry 0 is never used)" in line, line
+    assert f"/{n - 1:,} " in out
+
+
 # -- msg ----------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("name,store", CASES, ids=CASE_IDS)
@@ -257,6 +296,27 @@ def test_msg_not_found_and_usage_errors(argv, code, text):
     got, out, err = run_cli(["msg", store_dir("basic", "store"), *argv])
     assert got == code, err
     assert text in err and out == ""
+
+
+def test_msg_offset_inside_a_record_names_the_record_that_holds_it():
+    """An offset inside a record is answered as the inspector answers it: which record holds that byte
+    (its start, size and topic) and the command that shows it -- not the bytes there read as a header
+    ("bad magic code")."""
+    records = [(o, r) for o, r in commitlog_records("basic") if not isinstance(r, BlankRecord)]
+    (start, rec), (after, _) = records[3], records[4]
+    inside = start + rec.total_size // 2
+    store = store_dir("basic", "store")
+    code, out, err = run_cli(["msg", store, "--offset", str(inside)])
+    assert code == 1 and out == ""
+    assert "magic" not in err, err
+    assert (f"no record starts at offset {inside}: it is inside the message at offset {start} "
+            f"({rec.total_size} bytes, topic {rec.topic})") in err, err
+    assert f"--offset {start}" in err, err
+    code, out, _ = run_cli(["msg", store, "--offset", str(start), "--json"])
+    assert code == 0 and json.loads(out)["offset"] == start and after == start + rec.total_size
+    blank = next(o for o, r in commitlog_records("basic") if isinstance(r, BlankRecord))
+    code, _, err = run_cli(["msg", store, "--offset", str(blank + 5)])
+    assert code == 1 and f"inside the END_OF_FILE blank record at offset {blank}" in err, err
 
 
 # -- verify -------------------------------------------------------------------------------------------

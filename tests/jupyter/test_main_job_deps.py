@@ -172,3 +172,28 @@ def test_notebooks_run_in_the_main_jobs_environment():
     where = subprocess.run([python, "-c", "import rmqstore; print(rmqstore.__file__)"], capture_output=True,
                            text=True, check=True, cwd="/").stdout.strip()
     assert Path(where) == ROOT / "rmqstore" / "__init__.py", "the checkout is installed (editable) there"
+
+
+def test_the_notebooks_kernel_is_a_virtualenvs_python_that_is_not_activated():
+    """The premise of every notebook test (conftest.executed_notebook): the kernel's Python is a
+    virtualenv's and has rmqstore, this checkout, with no PYTHONPATH; the ``python3`` first on the
+    kernel's PATH is another Python, one without rmqstore -- what ``.venv/bin/jupyter lab`` gives a
+    newcomer who did not activate the virtualenv.  (Notebook 10 failed there: Spark's workers started
+    ``python3`` from PATH.)"""
+    import shutil
+    import subprocess
+
+    from conftest import newcomer, notebook_kernel
+
+    env = newcomer().env
+    python = _kernel_python(notebook_kernel())
+    assert "PYTHONPATH" not in env and "VIRTUAL_ENV" not in env and "PYSPARK_PYTHON" not in env
+    probe = "import sys, rmqstore; print(sys.prefix != sys.base_prefix, rmqstore.__file__)"
+    in_venv, where = subprocess.run([python, "-c", probe], capture_output=True, text=True, check=True, cwd="/",
+                                    env=env).stdout.split()
+    assert in_venv == "True", "the kernel runs from a virtualenv"
+    assert Path(where) == ROOT / "rmqstore" / "__init__.py"
+    on_path = shutil.which("python3", path=env["PATH"])
+    assert on_path and Path(on_path).parent != Path(python).parent, "the virtualenv is not activated"
+    r = subprocess.run([on_path, "-c", "import rmqstore"], capture_output=True, text=True, cwd="/", env=env)
+    assert r.returncode != 0 and "No module named 'rmqstore'" in r.stderr, "PATH's python3 lacks rmqstore"

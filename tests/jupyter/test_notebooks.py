@@ -1,5 +1,7 @@
 """Every teaching notebook executes top to bottom in a real kernel, and prints what it teaches."""
 
+import re
+from collections import Counter
 
 import pytest
 
@@ -36,8 +38,20 @@ def test_tour_prints_the_sample_store():
     n_msgs = sum(isinstance(r, rmqstore.MessageRecord) for _, r in records)
     n_blanks = len(records) - n_msgs
     assert f"{n_msgs} messages, {n_blanks} blank records" in text
-    assert "00000000000000000000  starts at offset        0  size 65,536 bytes" in text
+    assert re.search(r"00000000000000000000  starts at offset +0  size 65,536 bytes$", text, re.M)
     assert "OrderTopic" in text and "SCHEDULE_TOPIC_XXXX" in text
+    # the per-queue table: every queue with its count, "1 message" in the singular, columns in line
+    # whatever the width of a queue number or an offset
+    queues = Counter((r.topic, r.queue_id) for _, r in records if isinstance(r, rmqstore.MessageRecord))
+    rows = re.findall(r"^(\S+) +queue +(\d+): +(\d+) (messages?)$", text, re.M)
+    assert {(t, int(q)): int(n) for t, q, n, _ in rows} == dict(queues)
+    assert all(word == ("message" if n == "1" else "messages") for _, _, n, word in rows), rows
+    assert max(queues.values()) > 1 and min(queues.values()) == 1 and max(q for _, q in queues) >= 10
+    table = [line for line in text.splitlines() if re.match(r"^\S+ +queue +\d+: ", line)]
+    assert len({line.index(":") for line in table}) == 1, "\n".join(table)
+    assert len({line.rstrip("s").rindex(" ") for line in table}) == 1, "\n".join(table)
+    segments = re.findall(r"\d{20}  starts at offset +[\d,]+  size ", text)
+    assert len(segments) > 16 and len({len(head) for head in segments}) == 1, "\n".join(segments)
     # properties print with visible separators, not raw control characters
     assert "\\x01" in text and "\x01" not in text and "\x02" not in text
 
@@ -86,6 +100,9 @@ def test_mapped_files_prints_positions_rollover_and_pool():
     assert "files before the first put: ['00000000000000000000', '00000000000000004096'] positions: []" in text
     assert "in the mapped file queue: ['00000000000000000000']" in text
     assert "pre-created next file 00000000000000004096 on disk: True | size 4096" in text
+    # the file the rollover asked for is listed once made, never as the temporary file it is made through
+    assert "on disk: ['00000000000000000000', '00000000000000004096', '00000000000000008192']" in text
+    assert ".creating" not in text
     assert "  00000000000000000000  wrote 3500  committed    0" in text
     assert "PutMessageResult(PUT_OK, offset=4096, bytes=700, queue_offset=5)" in text
     assert "the 8 bytes at 3500: 00 00 02 54 cb d4 31 94" in text

@@ -345,7 +345,8 @@ def test_09_cli_cross_check_and_nothing_written():
     m = _basic_manifest()
     n_queues = sum(1 for q in m["consumeQueues"] if q["maxOffsetInQueue"])
     n_topics = len({q["topic"] for q in m["consumeQueues"] if q["maxOffsetInQueue"]})
-    assert f"messages    {len(m['puts'])} in {n_queues} queue(s) of {n_topics} topic(s)" in text
+    n = len(m["puts"])  # (no transaction halves here: every message in the commitlog is in a queue)
+    assert f"messages    {n} in the commitlog (verify's count), {n} in {n_queues} queue(s) of {n_topics} topic(s)\n" in text
     assert f"msgId          {m['puts'][5]['msgId']}" in text
     walk = m["commitLogWalk(store API)"]
     assert (f"{len(m['positions'][0]['files'])} file(s), {len(m['positions'][0]['files']) * 65536:,} bytes: "

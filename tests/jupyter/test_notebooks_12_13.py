@@ -175,3 +175,7 @@ def test_13_the_live_segment_view_followed_the_broker_to_the_end(nb13):
     m = re.search(r"^live view: wrote (\d+), flushed (\d+); the store's commitlog ends at (\d+)$", text, re.M)
     assert m and int(m.group(1)) == int(m.group(3)) == end and int(m.group(2)) <= end
     assert int(re.search(r"^live view: (\d+) states sent", text, re.M).group(1)) > 1  # it moved while clients worked
+    # the bar is worth looking at: what the notebook writes fills a good part of its segment (3 KB in a
+    # 1 MiB segment drew a one-pixel sliver)
+    m = re.search(r"^live view: the segment is (\d+) bytes, (\d+)% of it written$", text, re.M)
+    assert m and int(m.group(2)) >= 10 and int(m.group(2)) == 100 * end // int(m.group(1)), m and m.group(0)

@@ -189,4 +189,25 @@ def test_the_build_prints_no_kernel_warnings(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "done 2" in (tmp_path / "out" / "quiet.html").read_text(encoding="utf-8")
     assert "WARNING" not in proc.stderr and "without encryption" not in proc.stderr, proc.stderr
+    # stderr is no terminal here (no bar): the build says what it runs as it goes, a line a notebook
+    assert "rmqstore site: executing quiet.ipynb (1 of 1)\n" in proc.stderr, proc.stderr
+    assert f"rmqstore site: wrote {tmp_path / 'out' / 'quiet.html'} (" in proc.stderr, proc.stderr
     assert not list(tmp_path.glob("kernel-ipc*")), "the kernel's sockets are left beside the notebook"
+
+
+def test_the_bar_names_the_cell_running(tmp_path, monkeypatch):
+    """A notebook can run for minutes: the bar says which of its code cells runs, not only which notebook."""
+    import rmqstore.widgets.site as site_module
+
+    said: list[str] = []
+
+    class Recorder(site_module.ProgressBar):
+        def step(self, description: str, advance: int = 0) -> None:
+            said.append(description)
+
+    monkeypatch.setattr(site_module, "ProgressBar", Recorder)
+    path = write_notebook(tmp_path, "slow.ipynb", ("md", "# Slow"), ("code", "x = 1"), ("md", "between"),
+                          ("code", "print(x + 1)"))
+    build_site(tmp_path / "out", [path], progress=False)
+    assert said == ["executing slow.ipynb", "executing slow.ipynb: cell 1 of 2", "executing slow.ipynb: cell 2 of 2",
+                    "wrote slow.html"], said

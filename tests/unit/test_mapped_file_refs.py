@@ -68,6 +68,11 @@ def test_allocate_service_times_out_and_put_reports_create_failed(tmp_path):
 
 
 def test_group_commit_timeout_is_flush_disk_timeout(tmp_path):
+    """A SYNC_FLUSH put whose flush does not come within ``sync_flush_timeout`` is answered
+    FLUSH_DISK_TIMEOUT (written, not known to be on disk); once the disk answers, the bytes reach it and
+    puts are PUT_OK again.  The flush is stalled on an event released only after the put was answered, so
+    the timeout cannot be a race; and nothing after the release is held to the 200 ms deadline -- the put
+    that proves the store goes on gets a deadline no machine's slowness reaches (behaviour, not speed)."""
     cfg = StoreConfig(mapped_file_size_commit_log=65536, flush_disk_type="SYNC_FLUSH", sync_flush_timeout=200)
     store = MessageStore(tmp_path, cfg)
     store.start()
@@ -75,17 +80,27 @@ def test_group_commit_timeout_is_flush_disk_timeout(tmp_path):
     queue = store.commit_log.mapped_file_queue
     real_flush = queue.flush
 
-    def stuck_flush(least_pages):  # a disk that does not answer
-        release.wait(5)
+    def stuck_flush(least_pages):  # a disk that does not answer until the test says so
+        release.wait(120)
         return real_flush(least_pages)
 
     queue.flush = stuck_flush
-    r = store.put_message(Message("T", b"x" * 10, born_host="192.0.2.1:1"))
+    try:
+        r = store.put_message(Message("T", b"x" * 10, born_host="192.0.2.1:1"))
+    finally:
+        release.set()  # (the put was answered, or failed: the disk answers from now on)
     assert r.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
     assert r.append_result.wrote_offset == 0  # written, just not known to be on disk
-    release.set()
+    end = r.append_result.wrote_offset + r.append_result.wrote_bytes
+    deadline = time.monotonic() + 60
+    while queue.flushed_where < end and time.monotonic() < deadline:  # the stalled flush goes on once released
+        time.sleep(0.01)
+    assert queue.flushed_where >= end
     queue.flush = real_flush
-    assert store.put_message(Message("T", b"y", born_host="192.0.2.1:1")).ok
+    cfg.sync_flush_timeout = 60_000  # the store reads it per put: the next put waits on the disk, not the clock
+    r = store.put_message(Message("T", b"y", born_host="192.0.2.1:1"))
+    assert r.ok and r.append_result.wrote_offset == end, r
+    assert queue.flushed_where >= end + r.append_result.wrote_bytes
     store.shutdown()
 
 

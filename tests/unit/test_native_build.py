@@ -47,6 +47,23 @@ def test_version_names_the_active_path():
         assert "rmqstore._cwalk" in fast and "compiled" in fast
 
 
+@pytest.mark.parametrize("pure", ["1", ""])
+def test_version_lines_up_its_columns(pure):
+    """Each module's line starts its description and its state in the same columns as the others, two
+    spaces at least after the longest description (``_cwait``'s pushed its "compiled" out of line)."""
+    rows = {line.split()[0]: line for line in _version({native.PURE_ENV: pure}).splitlines()
+            if line.lstrip().startswith("rmqstore._")}
+    assert sorted(rows) == sorted(f"rmqstore.{name}" for name in native.MODULES)
+    described, state = set(), set()
+    for name, what in native.MODULES.items():
+        row = rows[f"rmqstore.{name}"]
+        end = row.index(what) + len(what)
+        assert row[end:end + 2] == "  ", row
+        described.add(row.index(what))
+        state.add(end + len(row[end:]) - len(row[end:].lstrip()))
+    assert len(described) == 1 and len(state) == 1, "\n".join(rows.values())
+
+
 def test_a_store_can_ask_for_the_pure_path_alone():
     for name in native.MODULES:
         assert native.module(name, False) is None

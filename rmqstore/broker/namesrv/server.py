@@ -64,6 +64,7 @@ class NameServer:
         else:
             self.config.server_channel_max_idle_time_seconds = int(limits.idle_timeout)
         self.server = RemotingServer(host, port, limits, on_close=self._connection_closed)
+        self.server.role = "name server"
         self.routes = RouteInfoManager(expiry)
         self.kv = KVConfigManager(self.config.kv_config_path)
         self.kv.load()
