@@ -64,7 +64,6 @@ from .config import BrokerRole
 from .errors import StoreError
 from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, parse_properties
 from .record import decode_record
-from .sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from .walk import End, SegmentEnd, step, walk_segment
 
 __all__ = ["DispatchRequest", "dispatch_request", "ReputMessageService", "tags_code_of",
@@ -120,10 +119,6 @@ def dispatch_request(record, delay_levels: dict[int, int]) -> DispatchRequest:
                            tags_code_of(record.topic, props, record.store_timestamp, delay_levels),
                            record.store_timestamp, record.queue_offset, props.get(KEYS), props.get(UNIQ_KEY),
                            record.sys_flag, record.prepared_transaction_offset)
-
-
-def builds_consume_queue(req: DispatchRequest) -> bool:
-    return req.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 
 
 def reput_segment(buf, base: int, start: int, readable: int, dispatch, delay_levels: dict[int, int],

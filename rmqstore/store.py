@@ -51,7 +51,7 @@ from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog, wall_clock_ms
 from .consume_queue import ConsumeQueue, consume_queue_ids
-from .dispatch import ReputMessageService, builds_consume_queue
+from .dispatch import ReputMessageService
 from .index import IndexService
 from . import native, native_put, recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
@@ -63,6 +63,7 @@ from .store_checks import TOPIC_PATTERN
 from .store_lock import StoreLock
 from .store_paths import abort_path, commitlog_dir, consume_queue_dir
 from .store_put import PutPath, StoreStats
+from .sysflag import gets_queue_unit
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
@@ -382,7 +383,7 @@ class MessageStore(PutPath, StoreLock):
     def do_dispatch(self, req) -> None:
         """Hand one record to the consume queue and the index (CommitLogDispatcher*)."""
         tr = self.commit_log.tracer
-        if builds_consume_queue(req):
+        if gets_queue_unit(req.sys_flag):
             cq = self.find_consume_queue(req.topic, req.queue_id)
             before = cq.get_max_offset_in_queue() if tr is not None else None
             if cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,

@@ -29,7 +29,7 @@ from typing import Callable
 from .commit_log import CommitLog
 from .config import BrokerRole, StoreConfig
 from .message import Message, MessageBatch
-from .record import field_problem
+from .layout import MAX_PROPERTIES_BYTES, MAX_QUEUE_ID, MAX_TOPIC_BYTES_V1, field_problem
 from .status import PutMessageResult, PutMessageStatus
 
 __all__ = ["PutChecks", "TOPIC_PATTERN", "MAX_TOPIC_LENGTH", "MAX_PROPERTIES_CHARS", "MAX_QUEUE_ID"]
@@ -37,9 +37,10 @@ __all__ = ["PutChecks", "TOPIC_PATTERN", "MAX_TOPIC_LENGTH", "MAX_PROPERTIES_CHA
 log = logging.getLogger("rmqstore.store")
 
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
-MAX_PROPERTIES_CHARS = 32767
-MAX_QUEUE_ID = 2**31 - 1
+#: RocketMQ's topic validator counts characters against the record's byte limit
+MAX_TOPIC_LENGTH = MAX_TOPIC_BYTES_V1
+#: ``checkMessage`` counts the properties string's characters against the record's byte limit
+MAX_PROPERTIES_CHARS = MAX_PROPERTIES_BYTES
 #: integer fields a producer gives, checked against their widths in the record
 _PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
 _BATCH_INT_FIELDS = ("sys_flag", "born_timestamp", "reconsume_times")

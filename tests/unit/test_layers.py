@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ PACKAGE = ROOT / "rmqstore"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("layout/codec", (
         "rmqstore.layout", "rmqstore.errors", "rmqstore.config", "rmqstore.crc", "rmqstore.sysflag",
-        "rmqstore.properties", "rmqstore.record", "rmqstore.message", "rmqstore.status",
+        "rmqstore.properties", "rmqstore.record", "rmqstore.message_encoder", "rmqstore.message", "rmqstore.status",
         "rmqstore.dumpfmt", "rmqstore.walk", "rmqstore.fastscan", "rmqstore.ranges",
         "rmqstore.trace", "rmqstore.progress", "rmqstore.native",
     )),
@@ -31,7 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "rmqstore.store_sizes", "rmqstore.read_maps", "rmqstore.file_space",
     )),
     ("engine services", (
-        "rmqstore.commit_log", "rmqstore.message_encoder", "rmqstore.flush", "rmqstore.allocate",
+        "rmqstore.commit_log", "rmqstore.flush", "rmqstore.allocate",
         "rmqstore.consume_queue", "rmqstore.index", "rmqstore.index_file", "rmqstore.dispatch",
         "rmqstore.checkpoint", "rmqstore.recovery", "rmqstore.recovery_leftovers", "rmqstore.recovery_differences",
         "rmqstore.ha", "rmqstore.ha.*",
@@ -180,3 +181,93 @@ def test_every_module_is_under_the_size_limit():
     long = {m: n for m, n in module_lines().items() if n >= MAX_MODULE_LINES}
     assert not long, (f"modules of {MAX_MODULE_LINES} lines or more: {long}; split each along its jobs "
                       f"(see docs/architecture.md), one job a module")
+
+
+# -- each rule once: no inline masks or literal limits outside their owner (issue 22, Done means 2) ----------
+
+#: module -> what it alone may spell: the transaction rules (sysflag), the record's limits (layout)
+RULE_OWNERS = {"rmqstore.sysflag": "transaction", "rmqstore.layout": "limits"}
+_TX = {"TRANSACTION_MASK", "TRANSACTION_NOT_TYPE", "TRANSACTION_PREPARED_TYPE", "TRANSACTION_COMMIT_TYPE",
+       "TRANSACTION_ROLLBACK_TYPE"}
+_LIMITS = {2**15 - 1, 2**7 - 1}  # the properties / V2 topic length (a short), the V1 topic length (a byte)
+
+
+def _name(node) -> str | None:
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+_ARITHMETIC = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__, ast.Pow: int.__pow__,
+               ast.LShift: int.__lshift__}
+
+
+def _value(node):
+    """The int an expression spells with literals only (``2**15 - 1``, ``0x7FFF``, ``(1 << 7) - 1``), else None."""
+    if isinstance(node, ast.Constant):
+        return node.value if type(node.value) is int else None
+    if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
+        left, right = _value(node.left), _value(node.right)
+        if left is not None and right is not None and abs(right) < 64:
+            return _ARITHMETIC[type(node.op)](left, right)
+    return None
+
+
+def inline_rules(tree) -> list[tuple[int, str]]:
+    """``(line, what)`` of each place that decides a transaction rule or spells a record limit inline."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd) and (
+                _name(node.left) == "TRANSACTION_MASK" or _name(node.right) == "TRANSACTION_MASK"
+                or _value(node.right) == 0xC):
+            found.append((node.lineno, "transaction: sys_flag masked inline (sysflag.transaction_value or a rule)"))
+        elif isinstance(node, (ast.Tuple, ast.Set, ast.List)) and \
+                {"TRANSACTION_NOT_TYPE", "TRANSACTION_COMMIT_TYPE"} <= {_name(e) for e in node.elts}:
+            found.append((node.lineno, "transaction: the queue-unit rule inline (sysflag.gets_queue_unit)"))
+        elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq)) for op in node.ops) and \
+                "TRANSACTION_ROLLBACK_TYPE" in {_name(n) for n in [node.left, *node.comparators]}:
+            found.append((node.lineno, "transaction: the index rule inline (sysflag.gets_index_entries)"))
+        elif isinstance(node, ast.Compare) and any(_value(n) in _LIMITS for n in [node.left, *node.comparators]):
+            found.append((node.lineno, "limits: a record limit compared as a literal (rmqstore.layout)"))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and _value(node.value) in _LIMITS:
+            found.append((node.lineno, "limits: a record limit defined as a literal (rmqstore.layout)"))
+    return found
+
+
+def python_rule_copies() -> list[str]:
+    out = []
+    for module, path in MODULES.items():
+        owned = RULE_OWNERS.get(module)
+        for line, what in inline_rules(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not what.startswith(str(owned)):
+                out.append(f"{path.relative_to(ROOT)}:{line}: {what}")
+    return out
+
+
+#: the C spellings record.h alone may hold (the modules export them; tests/unit/test_native_constants.py)
+_C_RULES = [(re.compile(r"&\s*(0x0*[cC]|12)\b"), "a transaction mask inline (record.h's rmq_gets_* rules)"),
+            (re.compile(r"\b(32767|0x7[fF]{3})\b"), "a record limit as a literal (record.h)"),
+            (re.compile(r"[<>]=?\s*127\b|\b127\s*[<>]|#define\s+\w+\s+127\b"), "a record limit as a literal (record.h)"),
+            (re.compile(r"#define\s+\w*(TX|TRAN)\w*\s"), "a transaction type defined outside record.h")]
+
+
+def c_rule_copies() -> list[str]:
+    out = []
+    for path in sorted((PACKAGE / "_native").glob("*.[ch]")):
+        if path.name == "record.h":
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            out += [f"{path.relative_to(ROOT)}:{n}: {what}" for rx, what in _C_RULES if rx.search(line)]
+    return out
+
+
+def test_each_rule_is_spelled_by_its_owner_only():
+    copies = python_rule_copies() + c_rule_copies()
+    assert not copies, "a rule or limit written outside its owner; use the owner's name:\n" + "\n".join(copies)
+
+
+def test_the_rule_check_sees_inline_copies():
+    """The checker finds what it is meant to (pinned on small sources, not on the tree)."""
+    src = ("a = f & TRANSACTION_MASK\nb = x & 0xC\nc = t in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)\n"
+           "d = t == TRANSACTION_ROLLBACK_TYPE\ne = n > 32767\nf = len(s) <= 127\nMAX = 2**15 - 1\n"
+           "ok = (f & 0x10, n > 128, '127.0.0.1', t == TRANSACTION_COMMIT_TYPE)\n")
+    assert sorted(line for line, _ in inline_rules(ast.parse(src))) == [1, 2, 3, 4, 5, 6, 7]
+    assert _C_RULES[0][0].search("x & 0xC)") and not _C_RULES[0][0].search("x & 0xCB")
