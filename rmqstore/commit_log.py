@@ -236,8 +236,9 @@ class CommitLog:
         self.current_store_timestamp = 0
         self.begin_time_in_lock = 0
         self.flush_manager = None  # set by the store: handles flush requests after a put
-        self._delay_levels = config.delay_level_table()
-        self.max_delay_level = max(self._delay_levels) if self._delay_levels else 0
+        #: delay level -> ms (``messageDelayLevel``): the delay rewrite's, and dispatch's tags codes
+        self.delay_levels = config.delay_level_table()
+        self.max_delay_level = max(self.delay_levels) if self.delay_levels else 0
         self.tracer: Any = None
         #: called with a reason when a flush or commit service fails (the store stops taking puts)
         self.on_io_error: Callable[[str], None] | None = None
@@ -255,6 +256,12 @@ class CommitLog:
 
     def get_min_offset(self) -> int:
         return self.mapped_file_queue.get_min_offset()
+
+    def forget_topic_queues(self, topic: str) -> None:
+        """Forget the next queue offsets of ``topic``'s queues (a deleted topic's), under the put lock."""
+        with self.put_message_lock:
+            for key in [key for key in self.topic_queue_table if key[0] == topic]:
+                del self.topic_queue_table[key]
 
     def roll_next_file(self, offset: int) -> int:
         size = self.config.mapped_file_size_commit_log

@@ -27,10 +27,10 @@ PUT_OK overrides the flush status, as in RocketMQ.
 The clock and the store host are injectable, so a recorded workload replays exactly.
 
 The parts, along RocketMQ's lines: this module holds the store's lifecycle (``load`` with
-recovery, ``start`` wiring the services, ``shutdown``/``close``), dispatch to the consume
-queues and the index, and the read delegations to :mod:`rmqstore.reading`; the gates are
+recovery, ``start`` wiring the services, ``shutdown``/``close``) and the read delegations to :mod:`rmqstore.reading`; the gates are
 :mod:`rmqstore.store_checks`, the put path and its waits :mod:`rmqstore.store_put`, the lock
-:mod:`rmqstore.store_lock` -- mixins of :class:`MessageStore`, one job each.
+:mod:`rmqstore.store_lock` -- mixins of :class:`MessageStore`, one job each; the consume
+queues and the index are the :class:`~rmqstore.dispatch.Dispatcher`'s, which the store holds.
 
 One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
 RocketMQ does, which keeps other processes out) and registers its root in this process
@@ -40,7 +40,6 @@ the same process.  Either refusal happens before anything in the directory is to
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import threading
@@ -50,8 +49,8 @@ from typing import Callable
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog, wall_clock_ms
-from .consume_queue import ConsumeQueue, consume_queue_ids
-from .dispatch import ReputMessageService
+from .consume_queue import ConsumeQueue
+from .dispatch import Dispatcher, ReputMessageService
 from .index import IndexService
 from . import native, native_put, recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
@@ -61,9 +60,8 @@ from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeServic
 from .ha import HAService
 from .store_checks import TOPIC_PATTERN
 from .store_lock import StoreLock
-from .store_paths import abort_path, commitlog_dir, consume_queue_dir
+from .store_paths import abort_path, commitlog_dir
 from .store_put import PutPath, StoreStats
-from .sysflag import gets_queue_unit
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
@@ -71,17 +69,22 @@ log = logging.getLogger(__name__)
 
 
 class FlushConsumeQueueService(ServiceThread):
-    """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint."""
+    """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint.
+
+    ``on_io_error`` hears of a flush the disk refused (the store's ``make_not_writeable``).
+    """
 
     name = "FlushConsumeQueueService"
 
-    def __init__(self, store: "MessageStore"):
+    def __init__(self, config: StoreConfig, dispatcher: Dispatcher, on_io_error: Callable[[str], None]):
         super().__init__()
-        self.store = store
+        self.config = config
+        self.dispatcher = dispatcher
+        self.on_io_error = on_io_error
         self.last_thorough = 0.0  # as RocketMQ: the first pass (about 1 s after start) is thorough
 
     def _do_flush(self, retry_times: int) -> None:
-        cfg = self.store.config
+        cfg = self.config
         least_pages = cfg.flush_consume_queue_least_pages
         thorough = retry_times == RETRY_TIMES_OVER
         now = time.monotonic()
@@ -90,22 +93,23 @@ class FlushConsumeQueueService(ServiceThread):
             thorough = True
         if thorough:
             least_pages = 0
-        logics_ts = self.store.checkpoint.logics_msg_timestamp if self.store.checkpoint else 0
-        for cq in list(self.store.consume_queue_table.values()):
+        checkpoint = self.dispatcher.checkpoint
+        logics_ts = checkpoint.logics_msg_timestamp if checkpoint else 0
+        for cq in list(self.dispatcher.consume_queue_table.values()):
             for _ in range(retry_times):
                 if self.guarded(cq.flush, least_pages) is not False:  # (None: failed, reported)
                     break
-        if thorough and self.store.checkpoint is not None:
+        if thorough and checkpoint is not None:
             if logics_ts > 0:
-                self.store.checkpoint.logics_msg_timestamp = logics_ts
-            self.guarded(self.store.checkpoint.flush)
+                checkpoint.logics_msg_timestamp = logics_ts
+            self.guarded(checkpoint.flush)
 
     def io_error_hook(self):
-        return self.store.make_not_writeable
+        return self.on_io_error
 
     def run(self) -> None:
         while not self.is_stopped():
-            self._stop_event.wait(self.store.config.flush_interval_consume_queue / 1000.0)
+            self._stop_event.wait(self.config.flush_interval_consume_queue / 1000.0)
             self._do_flush(1)
         self._do_flush(RETRY_TIMES_OVER)
 
@@ -134,12 +138,14 @@ class MessageStore(PutPath, StoreLock):
                                     allocate_service=None if read_only else self.allocate_service,
                                     transient_store_pool=self.transient_store_pool, read_only=read_only)
         self.stats = StoreStats()
-        self.checkpoint: StoreCheckpoint | None = None
-        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
-        self._cq_lock = threading.Lock()
         self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
                                           clock=self.clock, read_only=read_only)
-        self.reput_message_service = ReputMessageService(self)
+        commit_log = self.commit_log
+        #: the consume queues and the index, fed with dispatched records (rmqstore.dispatch)
+        self.dispatcher = Dispatcher(self.root, config, self.index_service, read_only=read_only,
+                                     tracer_of=lambda: commit_log.tracer)
+        self.reput_message_service = ReputMessageService(commit_log, self.dispatcher,
+                                                         on_stop=self.make_not_writeable)
         self.flush_consume_queue_service: FlushConsumeQueueService | None = None
         self.group_commit_service: GroupCommitService | None = None
         self.flush_service: FlushRealTimeService | None = None
@@ -158,9 +164,29 @@ class MessageStore(PutPath, StoreLock):
         self._putter = self._async_putter = None  # the compiled put and append, made by start() (native_put)
         self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
         self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
-        #: called from the reput thread after each consume-queue unit: (topic, queue id, new max offset);
-        #: a broker wakes its long-polling pulls with it (RocketMQ's MessageArrivingListener)
-        self.message_arriving_listener: Callable[[str, int, int], None] | None = None
+
+    # -- the dispatcher's parts, as the store's (rmqstore.dispatch.Dispatcher) ---------------
+    @property
+    def consume_queue_table(self) -> dict[tuple[str, int], ConsumeQueue]:
+        return self.dispatcher.consume_queue_table
+
+    @property
+    def checkpoint(self) -> StoreCheckpoint | None:
+        """The store's checkpoint (opened by ``load``; a read-only store's is a snapshot), or None."""
+        return self.dispatcher.checkpoint
+
+    @property
+    def message_arriving_listener(self) -> Callable[[str, int, int], None] | None:
+        """Called from the reput thread after a queue's new units: (topic, queue id, new max offset);
+        a broker wakes its long-polling pulls with it (RocketMQ's MessageArrivingListener)."""
+        return self.dispatcher.message_arriving_listener
+
+    @message_arriving_listener.setter
+    def message_arriving_listener(self, listener: Callable[[str, int, int], None] | None) -> None:
+        self.dispatcher.message_arriving_listener = listener
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return self.dispatcher.find_consume_queue(topic, queue_id)
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -200,15 +226,15 @@ class MessageStore(PutPath, StoreLock):
 
     def _load(self) -> bool:
         self.last_exit_ok = not os.path.exists(self.abort_file)
-        recovery.remove_creation_leftovers(self)
+        recovery.remove_creation_leftovers(self.root, self.read_only)
         if not self.last_exit_ok:
-            recovery.remove_interrupted_allocations(self)
+            recovery.remove_interrupted_allocations(self.root, self.config, self.read_only)
         self.commit_log.load()
-        self._load_consume_queues()
-        self.checkpoint = recovery.open_checkpoint(self)
-        self.index_service.checkpoint = self.checkpoint
+        self.dispatcher.load_consume_queues()
+        checkpoint = self.dispatcher.checkpoint = recovery.open_checkpoint(self.root, self.read_only)
+        self.index_service.checkpoint = checkpoint
         self.index_service.load(self.last_exit_ok)
-        recovery.recover(self, self.last_exit_ok)
+        recovery.recover(self.commit_log, self.dispatcher, self.last_exit_ok)
         self._loaded = True
         return True
 
@@ -229,7 +255,7 @@ class MessageStore(PutPath, StoreLock):
         # catch up before anything else runs, then take the queue offsets from the queues
         self.reput_message_service.reput_from_offset = self._dispatched_up_to()
         self.reput_message_service.do_reput()
-        recovery.recover_topic_queue_table(self)
+        recovery.recover_topic_queue_table(self.commit_log, self.dispatcher)
         if self.transient_store_pool is not None:
             self.transient_store_pool.init()
         self.allocate_service.start()
@@ -253,7 +279,7 @@ class MessageStore(PutPath, StoreLock):
                 self.commit_service = CommitRealTimeService(self.commit_log, cfg, self.flush_service)
                 self.commit_service.start()
         self.reput_message_service.start()
-        self.flush_consume_queue_service = FlushConsumeQueueService(self)
+        self.flush_consume_queue_service = FlushConsumeQueueService(cfg, self.dispatcher, self.make_not_writeable)
         self.flush_consume_queue_service.start()
         self.shutdown_flag = False
         if self.ha_service is not None:
@@ -272,14 +298,10 @@ class MessageStore(PutPath, StoreLock):
         if not self.read_only and self._started:
             self.shutdown()
             return
-        for cq in self.consume_queue_table.values():
-            if not self.read_only:
-                cq.flush(0)
-            cq.shutdown()
-        self.index_service.shutdown()  # (flushes each writable index file)
+        self.dispatcher.shutdown(flush_index=False)
         if self.checkpoint is not None and not self.read_only:
             self.checkpoint.shutdown()
-        self.checkpoint = None
+        self.dispatcher.checkpoint = None
         self.commit_log.shutdown()
         self.closed = True
         self._release_lock()
@@ -311,11 +333,7 @@ class MessageStore(PutPath, StoreLock):
             pass
         if queue.store_timestamp:
             self.checkpoint.physic_msg_timestamp = queue.store_timestamp
-        for cq in list(self.consume_queue_table.values()):
-            cq.flush(0)
-            cq.shutdown()
-        self.index_service.flush()
-        self.index_service.shutdown()
+        self.dispatcher.shutdown(flush_index=True)
         self.checkpoint.shutdown()
         self.commit_log.shutdown()
         if self.transient_store_pool is not None:
@@ -334,18 +352,6 @@ class MessageStore(PutPath, StoreLock):
         self.shutdown()
 
     # -- dispatch ------------------------------------------------------------------
-    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        key = (topic, queue_id)
-        cq = self.consume_queue_table.get(key)
-        if cq is None:
-            with self._cq_lock:
-                cq = self.consume_queue_table.get(key)
-                if cq is None:
-                    cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue,
-                                      read_only=self.read_only, native=self.config.native)
-                    self.consume_queue_table[key] = cq
-        return cq
-
     def destroy_topic_queues(self, topic: str) -> list[int]:
         """A deleted topic's consume queues go (RocketMQ's ``cleanUnusedTopic`` for one topic): each queue's
         files and folder are deleted and its next queue offset is forgotten, so the topic, created again,
@@ -356,60 +362,12 @@ class MessageStore(PutPath, StoreLock):
         go under the put lock, so a message put meanwhile starts its queue over at 0 -- and is dispatched to
         a new queue after this returns."""
         with self.reput_message_service.paused():
-            with self._cq_lock:
-                keys = sorted(key for key in self.consume_queue_table if key[0] == topic)
-                queues = [self.consume_queue_table.pop(key) for key in keys]
-            with self.commit_log.put_message_lock:
-                for key in [key for key in self.commit_log.topic_queue_table if key[0] == topic]:
-                    del self.commit_log.topic_queue_table[key]
-            for cq in queues:
-                cq.delete_files()
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
-        return [queue_id for _, queue_id in keys]
-
-    def _load_consume_queues(self) -> None:
-        """Map every consume queue on disk (recovery recovers them: rmqstore.recovery)."""
-        for topic, qid in consume_queue_ids(self.root):
-            if (topic, qid) not in self.consume_queue_table:
-                self.find_consume_queue(topic, qid).load()
+            return self.dispatcher.destroy_topic_queues(topic, self.commit_log.forget_topic_queues)
 
     def _dispatched_up_to(self) -> int:
         """Where the reput service starts: the end of the furthest message any queue knows."""
-        best = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
-        start = max(best, 0)
+        start = max(self.dispatcher.max_physic_offset(), 0)
         return max(start, self.commit_log.get_min_offset()) if self.commit_log.mapped_file_queue.mapped_files else start
-
-    def do_dispatch(self, req) -> None:
-        """Hand one record to the consume queue and the index (CommitLogDispatcher*)."""
-        tr = self.commit_log.tracer
-        if gets_queue_unit(req.sys_flag):
-            cq = self.find_consume_queue(req.topic, req.queue_id)
-            before = cq.get_max_offset_in_queue() if tr is not None else None
-            if cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
-                                            req.consume_queue_offset):
-                if self.checkpoint is not None:
-                    if self.config.broker_role is BrokerRole.SLAVE:  # appends carry no store time
-                        self.checkpoint.physic_msg_timestamp = req.store_timestamp
-                    self.checkpoint.logics_msg_timestamp = req.store_timestamp
-            else:
-                log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,
-                          req.consume_queue_offset)
-            listener = self.message_arriving_listener
-            if listener is not None:
-                listener(req.topic, req.queue_id, req.consume_queue_offset + 1)
-            if tr is not None:
-                tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id,
-                         queue_offset=req.consume_queue_offset, unit=(req.commit_log_offset, req.msg_size,
-                                                                      req.tags_code),
-                         max_offset_before=before, max_offset_after=cq.get_max_offset_in_queue())
-        elif tr is not None:
-            tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id, skipped=True,
-                     reason="prepared/rolled-back transaction records get no consume-queue unit")
-        if self.config.message_index_enable:
-            self.index_service.build_index(req)
-            if tr is not None:
-                tr.event("dispatch.index", offset=req.commit_log_offset, uniq_key=req.uniq_key, keys=req.keys)
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
         """Block until the reput service has dispatched everything readable (tests, tools)."""

@@ -731,7 +731,7 @@ def test_abnormal_recovery_starts_at_the_checkpoint_file(tmp_path, killed_store,
     ro = open_store(root, config=crash_config())  # read-only: the checkpoint stays as written
     end = ro.get_max_phy_offset()
     matched = [os.path.basename(mf.file_name) for mf in ro.commit_log.mapped_file_queue.mapped_files
-               if recovery.is_mapped_file_matched_recover(ro, mf)]
+               if recovery.is_mapped_file_matched_recover(ro.config, ro.checkpoint, mf)]
     ro.close()
     assert matched[-1] == start and int(start) > 0
     victim = names[0] if damaged == "before_start_file" else start
