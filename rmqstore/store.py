@@ -29,8 +29,8 @@ The clock and the store host are injectable, so a recorded workload replays exac
 The parts, along RocketMQ's lines: this module holds the store's lifecycle (``load`` with
 recovery, ``start`` wiring the services, ``shutdown``/``close``) and the read delegations to :mod:`rmqstore.reading`; the gates are
 :mod:`rmqstore.store_checks`, the put path and its waits :mod:`rmqstore.store_put`, the lock
-:mod:`rmqstore.store_lock` -- mixins of :class:`MessageStore`, one job each; the consume
-queues and the index are the :class:`~rmqstore.dispatch.Dispatcher`'s, which the store holds.
+:mod:`rmqstore.store_lock` -- parts :class:`MessageStore` holds, one job each, each given its
+collaborators; the consume queues and the index are the :class:`~rmqstore.dispatch.Dispatcher`'s.
 
 One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
 RocketMQ does, which keeps other processes out) and registers its root in this process
@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import time
 from typing import Callable
 
@@ -52,13 +51,12 @@ from .commit_log import CommitLog, wall_clock_ms
 from .consume_queue import ConsumeQueue
 from .dispatch import Dispatcher, ReputMessageService
 from .index import IndexService
-from . import native, native_put, recovery
+from . import native, recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import StoreError, StoreStateError
-from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitService,
-                    ServiceThread)
+from .flush import CommitRealTimeService, FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .ha import HAService
-from .store_checks import TOPIC_PATTERN
+from .store_checks import TOPIC_PATTERN, PutChecks
 from .store_lock import StoreLock
 from .store_paths import abort_path, commitlog_dir
 from .store_put import PutPath, StoreStats
@@ -68,54 +66,14 @@ __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 log = logging.getLogger(__name__)
 
 
-class FlushConsumeQueueService(ServiceThread):
-    """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint.
+class MessageStore:
+    """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``).
 
-    ``on_io_error`` hears of a flush the disk refused (the store's ``make_not_writeable``).
+    A facade over its parts, each made here with its collaborators: the ``commit_log``, the
+    ``dispatcher`` (consume queues and index) and the ``reput_message_service`` feeding it,
+    the ``checks`` (the store's state and the message gates), the ``put_path`` (puts, waits,
+    statistics) and the ``lock``; ``start`` makes the services and hands them to the put path.
     """
-
-    name = "FlushConsumeQueueService"
-
-    def __init__(self, config: StoreConfig, dispatcher: Dispatcher, on_io_error: Callable[[str], None]):
-        super().__init__()
-        self.config = config
-        self.dispatcher = dispatcher
-        self.on_io_error = on_io_error
-        self.last_thorough = 0.0  # as RocketMQ: the first pass (about 1 s after start) is thorough
-
-    def _do_flush(self, retry_times: int) -> None:
-        cfg = self.config
-        least_pages = cfg.flush_consume_queue_least_pages
-        thorough = retry_times == RETRY_TIMES_OVER
-        now = time.monotonic()
-        if now >= self.last_thorough + cfg.flush_consume_queue_thorough_interval / 1000.0:
-            self.last_thorough = now
-            thorough = True
-        if thorough:
-            least_pages = 0
-        checkpoint = self.dispatcher.checkpoint
-        logics_ts = checkpoint.logics_msg_timestamp if checkpoint else 0
-        for cq in list(self.dispatcher.consume_queue_table.values()):
-            for _ in range(retry_times):
-                if self.guarded(cq.flush, least_pages) is not False:  # (None: failed, reported)
-                    break
-        if thorough and checkpoint is not None:
-            if logics_ts > 0:
-                checkpoint.logics_msg_timestamp = logics_ts
-            self.guarded(checkpoint.flush)
-
-    def io_error_hook(self):
-        return self.on_io_error
-
-    def run(self) -> None:
-        while not self.is_stopped():
-            self._stop_event.wait(self.config.flush_interval_consume_queue / 1000.0)
-            self._do_flush(1)
-        self._do_flush(RETRY_TIMES_OVER)
-
-
-class MessageStore(PutPath, StoreLock):
-    """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``)."""
 
     def __init__(self, root, config: StoreConfig | None = None, *, clock=None, topic_queue_nums=None,
                  read_only: bool = False, **overrides):
@@ -128,7 +86,6 @@ class MessageStore(PutPath, StoreLock):
         self.config = config
         self.clock = clock or wall_clock_ms
         self.topic_queue_nums = dict(topic_queue_nums or {})
-        self._good_topics: dict[str, int] = {}  # topics already checked -> queue id limit
         self.transient_store_pool = None
         if config.is_transient_store_pool_enabled:
             self.transient_store_pool = TransientStorePool(config.transient_store_pool_size,
@@ -137,33 +94,62 @@ class MessageStore(PutPath, StoreLock):
         self.commit_log = CommitLog(commitlog_dir(self.root), config, clock=self.clock,
                                     allocate_service=None if read_only else self.allocate_service,
                                     transient_store_pool=self.transient_store_pool, read_only=read_only)
-        self.stats = StoreStats()
         self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
                                           clock=self.clock, read_only=read_only)
         commit_log = self.commit_log
         #: the consume queues and the index, fed with dispatched records (rmqstore.dispatch)
         self.dispatcher = Dispatcher(self.root, config, self.index_service, read_only=read_only,
                                      tracer_of=lambda: commit_log.tracer)
+        #: the store's state and the message checks (rmqstore.store_checks)
+        self.checks = PutChecks(config, commit_log, self.clock, self.topic_queue_nums, read_only)
         self.reput_message_service = ReputMessageService(commit_log, self.dispatcher,
-                                                         on_stop=self.make_not_writeable)
+                                                         on_stop=self.checks.make_not_writeable)
+        self.stats = StoreStats()
+        #: puts, replays and their async forms (rmqstore.store_put); its methods are the store's own
+        self.put_path = PutPath(config, commit_log, self.checks, self.stats, self.allocate_service)
+        self.put_message = self.put_path.put_message
+        self.put_messages = self.put_path.put_messages
+        self.replay_message = self.put_path.replay_message
+        self.async_put_message = self.put_path.async_put_message
+        self.async_put_messages = self.put_path.async_put_messages
         self.flush_consume_queue_service: FlushConsumeQueueService | None = None
         self.group_commit_service: GroupCommitService | None = None
         self.flush_service: FlushRealTimeService | None = None
         self.commit_service: CommitRealTimeService | None = None
         self.ha_service: HAService | None = None  # replication (rmqstore.ha), made by start()
-        self.writeable = True
-        self.not_writeable_reason = ""
-        self.commit_log.on_io_error = self.make_not_writeable
-        self.shutdown_flag = True
+        self.commit_log.on_io_error = self.checks.make_not_writeable
         self.closed = False  # set by close()/shutdown(): reads then raise instead of finding nothing
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
-        self._async_pool = None  # the async puts in flight (async_puts.AsyncPuts), made by the first one
-        self._async_pool_lock = threading.Lock()
-        self._putter = self._async_putter = None  # the compiled put and append, made by start() (native_put)
-        self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
-        self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
+        self.lock = StoreLock(self.root)  # <root>/lock, held from load() to shutdown()/close()
+
+    # -- the checks' state, as the store's (rmqstore.store_checks.PutChecks) ---------------
+    @property
+    def shutdown_flag(self) -> bool:
+        """Set until the store starts, and again once it shuts down (puts are refused)."""
+        return self.checks.shutdown_flag
+
+    @property
+    def writeable(self) -> bool:
+        return self.checks.writeable
+
+    @writeable.setter
+    def writeable(self, value: bool) -> None:
+        self.checks.writeable = value
+
+    @property
+    def not_writeable_reason(self) -> str:
+        return self.checks.not_writeable_reason
+
+    @property
+    def tracer(self):
+        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
+        return self.commit_log.tracer
+
+    @tracer.setter
+    def tracer(self, value) -> None:
+        self.commit_log.tracer = value
 
     # -- the dispatcher's parts, as the store's (rmqstore.dispatch.Dispatcher) ---------------
     @property
@@ -214,11 +200,11 @@ class MessageStore(PutPath, StoreLock):
             os.makedirs(self.root, exist_ok=True)
             # before anything is truncated or deleted: a store another writer holds (a live
             # broker, a second MessageStore in this process or another) is refused here, untouched
-            self._take_lock()
+            self.lock.take()
             try:
                 return self._load()
             except BaseException:
-                self._release_lock()
+                self.lock.release()
                 raise
         if not os.path.isdir(self.root):
             raise StoreError(f"{self.root}: no such store directory")
@@ -245,7 +231,7 @@ class MessageStore(PutPath, StoreLock):
             raise StoreStateError("store already started")
         if not self._loaded:
             self.load()  # recovery (rmqstore.recovery)
-        self._take_lock()
+        self.lock.take()
         if self.config.ha_enable or self.config.broker_role is BrokerRole.SLAVE:
             ha = HAService(self)
             ha.begin_accept()  # a port in use refuses the start before anything is written
@@ -279,14 +265,14 @@ class MessageStore(PutPath, StoreLock):
                 self.commit_service = CommitRealTimeService(self.commit_log, cfg, self.flush_service)
                 self.commit_service.start()
         self.reput_message_service.start()
-        self.flush_consume_queue_service = FlushConsumeQueueService(cfg, self.dispatcher, self.make_not_writeable)
+        self.flush_consume_queue_service = FlushConsumeQueueService(cfg, self.dispatcher,
+                                                                    self.checks.make_not_writeable)
         self.flush_consume_queue_service.start()
-        self.shutdown_flag = False
+        self.checks.shutdown_flag = False
         if self.ha_service is not None:
             self.ha_service.start()
-        self._putter = native_put.make_putter(self)
-        self._async_putter = native_put.make_putter(self, appender=True)
-        self.stats.native = self._putter.counters if self._putter is not None else None
+        self.put_path.connect(group_commit_service=self.group_commit_service, flush_service=self.flush_service,
+                              commit_service=self.commit_service, ha_service=self.ha_service)
         self._started = True
 
     def close(self) -> None:
@@ -304,16 +290,13 @@ class MessageStore(PutPath, StoreLock):
         self.dispatcher.checkpoint = None
         self.commit_log.shutdown()
         self.closed = True
-        self._release_lock()
+        self.lock.release()
 
     def shutdown(self) -> None:
-        if self.shutdown_flag:
+        if self.checks.shutdown_flag:
             return
-        self.shutdown_flag = True
-        with self._async_pool_lock:
-            pool = self._async_pool
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self.checks.shutdown_flag = True
+        self.put_path.close()
         if self.ha_service is not None:
             self.ha_service.shutdown()
         # commit first (it pokes flush), then flush, as RocketMQ stops them
@@ -341,7 +324,7 @@ class MessageStore(PutPath, StoreLock):
         if self.writeable and os.path.exists(self.abort_file):
             os.remove(self.abort_file)
         self.closed = True
-        self._release_lock()
+        self.lock.release()
 
     def __enter__(self):
         if not self._started:
@@ -378,6 +361,22 @@ class MessageStore(PutPath, StoreLock):
             self.reput_message_service.wakeup()
             time.sleep(0.001)
         return True
+
+    # -- a slave's replication (rmqstore.ha) ----------------------------------------------
+    def update_ha_master_address(self, address: str | None) -> None:
+        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
+        if self.ha_service is None:
+            raise StoreStateError("no HA service: the store is not started, or not a slave")
+        self.ha_service.update_master_address(address)
+
+    def append_to_commit_log(self, start_offset: int, data) -> bool:
+        """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
+        if self.checks.shutdown_flag:
+            return False
+        ok = self.commit_log.append_data(start_offset, data)
+        if ok:
+            self.reput_message_service.wakeup()
+        return ok
 
     # -- inspection ----------------------------------------------------------------
     def get_max_phy_offset(self) -> int:

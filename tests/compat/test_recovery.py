@@ -681,7 +681,7 @@ def test_a_store_another_process_holds_is_refused_before_recovery_touches_it(tmp
         assert not leftover.exists()
     finally:
         store.close()
-    assert store._lock_fd is None  # close() let it go
+    assert not store.lock.held  # close() let it go
 
 
 def test_normal_recovery_reads_only_the_last_three_files(tmp_path, clean_store):

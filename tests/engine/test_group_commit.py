@@ -222,7 +222,7 @@ def test_async_flush_answers_at_once(make):
     assert store.put_message(msg(1)).status is OK  # the first file in place (see the next test)
     f = store.async_put_message(msg(0))
     assert f.done() and f.result().status is OK
-    assert store._async_pool is not None and store._async_pool.pending == 0
+    assert store.put_path.async_puts is not None and store.put_path.async_puts.pending == 0
 
 
 def test_a_message_that_does_not_wait_is_answered_at_once(make):
