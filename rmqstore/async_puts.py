@@ -27,7 +27,6 @@ from time import perf_counter as _perf
 
 from .config import BrokerRole
 from .flush import GroupCommitRequest
-from .message import Message, MessageBatch
 from .status import PutMessageResult, PutMessageStatus
 
 __all__ = ["AsyncPuts", "PutWait", "NOT_KEPT", "done_future"]
@@ -221,10 +220,7 @@ class PutWait:
             result = self.result
             if status is not _PUT_OK:
                 result = PutMessageResult(status, result.append_result, NOT_KEPT.get(status, ""))
-            item = self.item
-            put_path.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                               (_perf() - self.begin) * 1000,
-                               result.append_result.msg_num if status is _PUT_OK else 1)
+            put_path.stats.record_put(self.item, result, (_perf() - self.begin) * 1000)
             self.future.set_result(result)
         finally:
             self.puts.end()

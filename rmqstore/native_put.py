@@ -87,7 +87,5 @@ def finish_waits(put_path, result: PutMessageResult, item, begin: float) -> PutM
     """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the waits, then the statistics."""
     if result.status is _PUT_OK:
         result = put_path.wait_flush_and_replica(result, item)
-    ok = result.status is _PUT_OK
-    put_path.stats.record(item.topic, result, (time.monotonic() - begin) * 1000,
-                          result.append_result.msg_num if ok else 1)
+    put_path.stats.record_put(item, result, (time.monotonic() - begin) * 1000)
     return result

@@ -96,6 +96,12 @@ class StoreStats:
             i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
             self.put_message_distribute_time[i] += 1
 
+    def record_put(self, item, result: PutMessageResult, elapsed_ms: float) -> None:
+        """Count one put of ``item`` (a message or a batch; anything else is topic "?"): every put the
+        Python side answers is counted here, the compiled put's own in its counters."""
+        self.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result, elapsed_ms,
+                    result.append_result.msg_num if result.status is _PUT_OK else 1)
+
     def snapshot(self) -> dict:
         native = self.native() if self.native is not None else None
         with self._lock:
@@ -217,12 +223,10 @@ class PutPath:
             result = append(item)
             if result.status is _PUT_OK:
                 result = self.wait_flush_and_replica(result, item)
-        ok = result.status is _PUT_OK
         if tr is not None:
             tr.event("put.end", status=result.status.name, message=result.message,
                      elapsed_ms=(_perf() - begin) * 1000)
-        self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                          (_perf() - begin) * 1000, result.append_result.msg_num if ok else 1)
+        self.stats.record_put(item, result, (_perf() - begin) * 1000)
         return result
 
     def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
@@ -291,9 +295,7 @@ class PutPath:
                 wait = PutWait(self, puts, item, result, begin)
                 if wait.submit():
                     return wait.future
-            self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                              (_perf() - begin) * 1000,
-                              result.append_result.msg_num if result.status is _PUT_OK else 1)
+            self.stats.record_put(item, result, (_perf() - begin) * 1000)
         finally:
             if not handed and (wait is None or not wait.submitted):
                 puts.end()
