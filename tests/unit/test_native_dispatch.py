@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_FIXTURES, FIXTURES, compiled_module
+from conftest import ALL_FIXTURES, FIXTURES, compiled_module, files_under
 from rmqstore.config import StoreConfig
 from rmqstore.dispatch import MAX_BATCH, delay_table, reput_segment, reput_segment_native
 from rmqstore.errors import StoreError
@@ -117,10 +117,6 @@ class Log:
 def tiny_config(native: bool, cq_units: int, slots: int, entries: int) -> StoreConfig:
     return StoreConfig(native=native, mapped_file_size_commit_log=4096, mapped_file_size_consume_queue=20 * cq_units,
                        max_hash_slot_num=slots, max_index_num=entries)
-
-
-def files_under(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
 def assert_same_derived_files(a: Path, b: Path) -> None:
