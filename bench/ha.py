@@ -70,7 +70,7 @@ def measure(case: str, threads: int, count: int) -> dict:
                 master.ha_service.positions()["slaves"][0]["pushed"] < 0:
             assert time.monotonic() < deadline, "the slave did not connect"
             time.sleep(0.01)
-        timed = master._replica_status
+        timed = master.put_path.replica_status
 
         def timing(replica, tr):  # the replica wait alone, per put
             t0 = time.perf_counter()
@@ -79,7 +79,7 @@ def measure(case: str, threads: int, count: int) -> dict:
                 waits.append((time.perf_counter() - t0) * 1000)
             return status
 
-        master._replica_status = timing
+        master.put_path.replica_status = timing
     per_thread = count // threads
     msgs = [Message(topic="BenchTopic", queue_id=i % 8, body=BODY, properties=PROPS) for i in range(per_thread)]
     elapsed, failures = run_threads(master.put_message, [msgs] * threads)

@@ -52,7 +52,7 @@ from rmqstore.layout import (BLANK_MAGIC_CODE, END_FILE_MIN_BLANK_LENGTH, QUEUE_
                              store_timestamp_position)
 from rmqstore.message import Message  # noqa: E402
 from rmqstore.properties import java_string_hash  # noqa: E402
-from rmqstore.record import Address  # noqa: E402
+from rmqstore.record import Address, socket_address  # noqa: E402
 
 __all__ = ["GeneratedStore", "generate_store", "main"]
 
@@ -122,7 +122,7 @@ def generate_store(root: str, total_bytes: int, segment_size: int = 1 << 30, *, 
     rng = random.Random(seed)
     pool = rng.randbytes(1 << 20)
     sizes = [s for s, w in BODY_SIZES for _ in range(w)]
-    encoder = MessageEncoder(StoreConfig().max_message_size, Address.parse("10.0.0.9:10911"))
+    encoder = MessageEncoder(StoreConfig().max_message_size, Address.parse("10.0.0.9:10911"), socket_address)
     queues = _ConsumeQueues(root)
     tags_codes = {f"t{n}": java_string_hash(f"t{n}") for n in range(8)}
     next_queue_offset: dict = {}

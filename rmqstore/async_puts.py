@@ -27,7 +27,6 @@ from time import perf_counter as _perf
 
 from .config import BrokerRole
 from .flush import GroupCommitRequest
-from .message import Message, MessageBatch
 from .status import PutMessageResult, PutMessageStatus
 
 __all__ = ["AsyncPuts", "PutWait", "NOT_KEPT", "done_future"]
@@ -166,11 +165,11 @@ class PutWait:
     submitter's own (given once both requests are made, so a request answered at once
     cannot complete the future before the other is made)."""
 
-    __slots__ = ("store", "puts", "item", "result", "begin", "future", "flush", "replica", "replica_begin",
+    __slots__ = ("put_path", "puts", "item", "result", "begin", "future", "flush", "replica", "replica_begin",
                  "submitted", "_left", "_lock")
 
-    def __init__(self, store, puts: AsyncPuts, item, result: PutMessageResult, begin: float):
-        self.store = store
+    def __init__(self, put_path, puts: AsyncPuts, item, result: PutMessageResult, begin: float):
+        self.put_path = put_path  # (rmqstore.store_put.PutPath: it submits the waits)
         self.puts = puts
         self.item = item
         self.result = result
@@ -185,16 +184,16 @@ class PutWait:
 
     def submit(self) -> bool:
         """Hand the waits to the services; False when there is nothing to wait for."""
-        store = self.store
-        if store.config.broker_role is not BrokerRole.SYNC_MASTER:  # the flush alone answers: no count
-            self.flush = store._submit_flush(self.result, self.item, None, self._finish)
+        put_path = self.put_path
+        if put_path.config.broker_role is not BrokerRole.SYNC_MASTER:  # the flush alone answers: no count
+            self.flush = put_path.submit_flush(self.result, self.item, None, self._finish)
             self.submitted = self.flush is not None
             return self.submitted
         self.replica_begin = _perf()
-        self.replica = store._submit_replica(self.result, self.item, self._answered)
+        self.replica = put_path.submit_replica(self.result, self.item, self._answered)
         if isinstance(self.replica, PutMessageStatus):
             self._left -= 1  # (no request made: nobody else touches the count yet)
-        self.flush = store._submit_flush(self.result, self.item, None, self._answered)
+        self.flush = put_path.submit_flush(self.result, self.item, None, self._answered)
         if self.flush is None:
             self._answered(None)
         if self.flush is None and isinstance(self.replica, PutMessageStatus) and self.replica is _PUT_OK:
@@ -211,20 +210,17 @@ class PutWait:
             self._finish()
 
     def _finish(self, _request=None) -> None:
-        store = self.store
+        put_path = self.put_path
         try:
             status = self.flush.status if self.flush is not None else _PUT_OK
             if self.replica is not _PUT_OK:  # a SYNC_MASTER put
-                replica_status = store._replica_status(self.replica, None, self.replica_begin)
+                replica_status = put_path.replica_status(self.replica, None, self.replica_begin)
                 if replica_status is not _PUT_OK:
                     status = replica_status  # replication overrides the flush status, as in RocketMQ
             result = self.result
             if status is not _PUT_OK:
                 result = PutMessageResult(status, result.append_result, NOT_KEPT.get(status, ""))
-            item = self.item
-            store.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                               (_perf() - self.begin) * 1000,
-                               result.append_result.msg_num if status is _PUT_OK else 1)
+            put_path.stats.record_put(self.item, result, (_perf() - self.begin) * 1000)
             self.future.set_result(result)
         finally:
             self.puts.end()

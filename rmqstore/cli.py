@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, cmd in COMMANDS.items():
         p = sub.add_parser(name, help=cmd.help, description=cmd.help)
         cmd.add_arguments(p)
-        p.set_defaults(_run=cmd.run, _parser=p)
+        p.set_defaults(run_command=cmd.run, command_parser=p)
     from .spark.cli import add_spark_parser  # imports no pyspark until `rmqstore spark` runs
 
     add_spark_parser(sub)

@@ -58,11 +58,10 @@ from .mapped_file_queue import MappedFileQueue
 from .message import Message, MessageBatch
 from .message_encoder import EncodedBatch, EncodedMessage, MessageEncoder
 from .properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
-from .record import Address
+from .record import Address, socket_address
 from .trace import file_positions
 from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
-from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
-                      TRANSACTION_ROLLBACK_TYPE)
+from .sysflag import TRANSACTION_NOT_TYPE, gets_queue_unit, transaction_value
 
 __all__ = ["CommitLog", "EncodedMessage", "EncodedBatch", "PutMessageSpinLock", "DIFFERENCES",
            "SCHEDULE_TOPIC", "MessageEncoder", "wall_clock_ms"]
@@ -109,7 +108,6 @@ DIFFERENCES = {
 _QO_PHY = message_fields_struct("queue_offset", "physical_offset")  # patched together inside the put lock
 _I64 = message_fields_struct("store_timestamp")
 _BLANK = BLANK_RECORD.struct
-_NO_QUEUE_ADVANCE = (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 _PUT_OK = AppendMessageStatus.PUT_OK
 
 
@@ -164,7 +162,7 @@ class DefaultAppendMessageCallback:
     def next_queue_offset(self, enc: EncodedMessage) -> int:
         """The queue offset the store gives ``enc`` now (under the put lock): its queue's next one
         from the topic-queue table, or 0 for a prepared/rolled-back record (no consume queue holds it)."""
-        if enc.tran_type in _NO_QUEUE_ADVANCE:
+        if not enc.gets_unit:
             return 0
         return self.commit_log.topic_queue_table.get(enc.topic_queue_key, 0)
 
@@ -181,11 +179,9 @@ class DefaultAppendMessageCallback:
         queue_offset = self.next_queue_offset(enc)
         # the record is whole before it reaches the file (one copy): patched in the file, field by
         # field, a kill between two fields left a record recovery takes for valid with a store time of 0
-        data = enc.data
-        _QO_PHY.pack_into(data, QUEUE_OFFSET_POSITION, queue_offset, wrote_offset)
-        _I64.pack_into(data, enc.store_ts_pos, store_ts)
-        buf[pos:pos + msg_len] = data
-        if enc.tran_type not in _NO_QUEUE_ADVANCE:
+        enc.place(queue_offset, wrote_offset, store_ts)
+        buf[pos:pos + msg_len] = enc.data
+        if enc.gets_unit:
             cl.topic_queue_table[enc.topic_queue_key] = queue_offset + 1
         return AppendMessageResult(_PUT_OK, wrote_offset, msg_len, None, store_ts, queue_offset, 1,
                                    store_host=enc.store_host)
@@ -235,13 +231,14 @@ class CommitLog:
         self.topic_queue_table: dict[tuple[str, int], int] = {}  # (topic, queue id) -> next queue offset
         self.put_message_lock = (threading.RLock() if config.use_reentrant_lock_when_put_message
                                  else PutMessageSpinLock())
-        self.encoder = MessageEncoder(config.max_message_size, Address.parse(config.store_host))
+        self.encoder = MessageEncoder(config.max_message_size, Address.parse(config.store_host), socket_address)
         self.append_callback = DefaultAppendMessageCallback(self)
         self.current_store_timestamp = 0
         self.begin_time_in_lock = 0
         self.flush_manager = None  # set by the store: handles flush requests after a put
-        self._delay_levels = config.delay_level_table()
-        self.max_delay_level = max(self._delay_levels) if self._delay_levels else 0
+        #: delay level -> ms (``messageDelayLevel``): the delay rewrite's, and dispatch's tags codes
+        self.delay_levels = config.delay_level_table()
+        self.max_delay_level = max(self.delay_levels) if self.delay_levels else 0
         self.tracer: Any = None
         #: called with a reason when a flush or commit service fails (the store stops taking puts)
         self.on_io_error: Callable[[str], None] | None = None
@@ -260,6 +257,12 @@ class CommitLog:
     def get_min_offset(self) -> int:
         return self.mapped_file_queue.get_min_offset()
 
+    def forget_topic_queues(self, topic: str) -> None:
+        """Forget the next queue offsets of ``topic``'s queues (a deleted topic's), under the put lock."""
+        with self.put_message_lock:
+            for key in [key for key in self.topic_queue_table if key[0] == topic]:
+                del self.topic_queue_table[key]
+
     def roll_next_file(self, offset: int) -> int:
         size = self.config.mapped_file_size_commit_log
         return offset + size - offset % size
@@ -268,8 +271,7 @@ class CommitLog:
     def _prepare(self, msg: Message):
         """Delay rewrite (not for replayed records); returns topic, queue id, properties."""
         topic, queue_id, props = msg.topic, msg.queue_id, msg.properties
-        tran = msg.sys_flag & TRANSACTION_MASK
-        if msg.store_timestamp is None and tran in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+        if msg.store_timestamp is None and gets_queue_unit(msg.sys_flag):
             level = msg.delay_time_level
             if level > 0:
                 pmap = string_to_properties(props)
@@ -315,8 +317,7 @@ class CommitLog:
                           outside_lock=True)
 
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
-        tran = batch.sys_flag & TRANSACTION_MASK
-        if tran != TRANSACTION_NOT_TYPE:
+        if transaction_value(batch.sys_flag) != TRANSACTION_NOT_TYPE:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL,
                                     message="a batch cannot carry a transaction type")
         if batch.delay_time_level > 0:
@@ -402,7 +403,7 @@ class CommitLog:
         if enc.queue_offset == expected:
             return None
         topic, queue_id = enc.topic_queue_key
-        if enc.tran_type in _NO_QUEUE_ADVANCE:
+        if not enc.gets_unit:
             why = "a prepared or rolled-back record is stored with queue offset 0"
         else:
             why = (f"the next queue offset of {topic}-{queue_id} is {expected} (a replay writes each queue's "

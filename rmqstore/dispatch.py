@@ -4,8 +4,17 @@ The put path only appends to the commitlog.  Everything a consumer or a key look
 needs is *derived* from it afterwards by :class:`ReputMessageService`, a thread that
 follows the log a little behind the writers (``reput_from_offset``) and turns each record
 into a :class:`DispatchRequest` -- the handful of values the consume queue and the index
-need -- and hands it to the dispatchers.  Because everything derived can be derived
+need -- and hands it to the :class:`Dispatcher`.  Because everything derived can be derived
 again, recovery only has to make the commitlog right and then re-dispatch.
+
+The :class:`Dispatcher` is RocketMQ's ``dispatcherList`` (the consume-queue and the index
+dispatchers) as one object: it owns the consume-queue table and the index service, and it
+alone decides what a dispatched record does -- its unit, its index entries, the
+arriving-message listener, the checkpoint's times (on a slave the appended bytes carry no
+store time, so the logics time stands for the physic one too).  It takes records two ways,
+side by side: :meth:`Dispatcher.dispatch` (one request, the pure path) and
+:meth:`Dispatcher.dispatch_run` (a compiled run, below).  The reput service and recovery
+only hand records to it.
 
 Rules (RocketMQ's ``checkMessageAndReturnSize`` and the two dispatchers):
 
@@ -37,7 +46,7 @@ queue's current file, entries into the current index file for records whose keys
 fit.  The first record that needs anything else (a new consume-queue or index file, a
 pre-blank fill, a repeated unit, a queue seen for the first time, a DELAY value that is
 not a plain decimal) cuts the run: the records before it are written in bulk, that record
-goes through the pure path (:func:`dispatch_request` and ``store.do_dispatch``), and the
+goes through the pure path (:func:`dispatch_request` and :meth:`Dispatcher.dispatch`), and the
 next run starts after it.  So a file that cannot be created fails at the same record as
 in the pure path, and everything past it is untouched.  Where the compiled walk stops at
 something that is not a record, :func:`rmqstore.walk.step` says what it is, in the pure
@@ -54,22 +63,25 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import struct
 import threading
 import time
 from bisect import bisect_left
+from typing import Any, Callable
 
 from . import native
 from .config import BrokerRole
+from .consume_queue import ConsumeQueue, consume_queue_ids
 from .errors import StoreError
 from .properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, parse_properties
 from .record import decode_record
-from .sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from .store_paths import consume_queue_dir
+from .sysflag import gets_queue_unit
 from .walk import End, SegmentEnd, step, walk_segment
 
-__all__ = ["DispatchRequest", "dispatch_request", "ReputMessageService", "tags_code_of",
-           "SCHEDULE_TOPIC", "reput_segment", "reput_segment_native", "dispatch_batch", "delay_table",
-           "MAX_BATCH"]
+__all__ = ["DispatchRequest", "dispatch_request", "Dispatcher", "ReputMessageService", "tags_code_of",
+           "SCHEDULE_TOPIC", "reput_segment", "reput_segment_native", "delay_table", "MAX_BATCH"]
 
 log = logging.getLogger(__name__)
 
@@ -122,10 +134,6 @@ def dispatch_request(record, delay_levels: dict[int, int]) -> DispatchRequest:
                            record.sys_flag, record.prepared_transaction_offset)
 
 
-def builds_consume_queue(req: DispatchRequest) -> bool:
-    return req.sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
-
-
 def reput_segment(buf, base: int, start: int, readable: int, dispatch, delay_levels: dict[int, int],
                   native: bool = True) -> tuple[SegmentEnd, int, Exception | None]:
     """Dispatch the records of one file (first byte at ``base``) from ``start`` up to ``readable``.
@@ -164,44 +172,146 @@ def delay_table(delay_levels: dict[int, int]) -> tuple[int, ...] | None:
     return tuple(delay_levels[level] for level in range(1, len(delay_levels) + 1))
 
 
-def dispatch_batch(store, batch) -> int:
-    """Write the consume-queue units and index entries of a compiled batch's first records; how many.
+class Dispatcher:
+    """The consume queues and the index, fed with dispatched records (RocketMQ's ``dispatcherList``).
 
-    The run is cut before the first record the bulk writes cannot take as the pure path
-    would (see the module essay); what comes before it is written, nothing after it.
+    ``checkpoint`` is set once the store has opened it (:meth:`rmqstore.store.MessageStore.load`);
+    ``message_arriving_listener`` -- ``(topic, queue id, new max offset)``, called after each
+    queue's new units -- wakes a broker's long-polling pulls (RocketMQ's MessageArrivingListener);
+    ``tracer_of`` answers the store's tracer (:mod:`rmqstore.trace`).
     """
-    limit = batch.count
-    plans = []
-    table = store.consume_queue_table
-    for topic, queue_id, first, units, records, run in batch.groups:
-        cq = table.get((topic, queue_id))
-        numbers = memoryview(records).cast("i")
-        room = 0
-        if cq is not None:
-            offset, size = _UNIT_END.unpack_from(units, 0)
-            room = cq.bulk_room(first, offset + size)
-        take = min(room, run)
-        if take < len(numbers):
-            limit = min(limit, numbers[take])
-        plans.append((cq, topic, queue_id, first, units, numbers))
-    if limit and store.config.message_index_enable:
-        limit = store.index_service.build_index_batch(batch, limit)
-    if not limit:
-        return 0
-    listener = store.message_arriving_listener
-    for cq, topic, queue_id, first, units, numbers in plans:
-        k = bisect_left(numbers, limit)
-        if k:
-            offset, size = _UNIT_END.unpack_from(units, (k - 1) * 20)
-            cq.append_units(memoryview(units)[:k * 20], offset + size)
-            if listener is not None:
-                listener(topic, queue_id, first + k)
-    timestamp = batch.cq_timestamp(limit)
-    if timestamp is not None and store.checkpoint is not None:
-        if store.config.broker_role is BrokerRole.SLAVE:  # appends carry no store time
-            store.checkpoint.physic_msg_timestamp = timestamp
-        store.checkpoint.logics_msg_timestamp = timestamp
-    return limit
+
+    def __init__(self, root: str, config, index_service, *, read_only: bool = False,
+                 tracer_of: Callable[[], Any] = lambda: None):
+        self.root = root
+        self.config = config
+        self.read_only = read_only
+        self.index_service = index_service
+        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
+        self._table_lock = threading.Lock()
+        self.checkpoint = None
+        self.message_arriving_listener: Callable[[str, int, int], None] | None = None
+        self.tracer_of = tracer_of
+
+    # -- the consume-queue table -----------------------------------------------------------
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        key = (topic, queue_id)
+        cq = self.consume_queue_table.get(key)
+        if cq is None:
+            with self._table_lock:
+                cq = self.consume_queue_table.get(key)
+                if cq is None:
+                    cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue,
+                                      read_only=self.read_only, native=self.config.native)
+                    self.consume_queue_table[key] = cq
+        return cq
+
+    def load_consume_queues(self) -> None:
+        """Map every consume queue on disk (recovery recovers them: rmqstore.recovery)."""
+        for topic, qid in consume_queue_ids(self.root):
+            if (topic, qid) not in self.consume_queue_table:
+                self.find_consume_queue(topic, qid).load()
+
+    def max_physic_offset(self) -> int:
+        """The end of the furthest message any consume queue points at (-1: none)."""
+        return max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
+
+    def destroy_topic_queues(self, topic: str, forget_offsets: Callable[[str], None]) -> list[int]:
+        """Forget ``topic``'s consume queues, then (``forget_offsets``) their next queue offsets, and
+        delete their files and folder; the queue ids (see :meth:`rmqstore.store.MessageStore.destroy_topic_queues`,
+        which pauses dispatch around it)."""
+        with self._table_lock:
+            keys = sorted(key for key in self.consume_queue_table if key[0] == topic)
+            queues = [self.consume_queue_table.pop(key) for key in keys]
+        forget_offsets(topic)
+        for cq in queues:
+            cq.delete_files()
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
+        return [queue_id for _, queue_id in keys]
+
+    def shutdown(self, flush_index: bool) -> None:
+        """Flush (a writable store) and unmap every consume queue, then the index."""
+        for cq in list(self.consume_queue_table.values()):
+            if not self.read_only:
+                cq.flush(0)
+            cq.shutdown()
+        if flush_index:
+            self.index_service.flush()
+        self.index_service.shutdown()  # (flushes each writable index file)
+
+    # -- dispatching ---------------------------------------------------------------------
+    def _stored_until(self, store_timestamp: int | None) -> None:
+        """The checkpoint's times after units up to a record stored at ``store_timestamp`` (None: no unit)."""
+        if store_timestamp is not None and self.checkpoint is not None:
+            if self.config.broker_role is BrokerRole.SLAVE:  # appends carry no store time
+                self.checkpoint.physic_msg_timestamp = store_timestamp
+            self.checkpoint.logics_msg_timestamp = store_timestamp
+
+    def _arrived(self, topic: str, queue_id: int, next_offset: int) -> None:
+        """A queue's new units: wake its long-polling pulls."""
+        listener = self.message_arriving_listener
+        if listener is not None:
+            listener(topic, queue_id, next_offset)
+
+    def dispatch(self, req: DispatchRequest) -> None:
+        """Hand one record to the consume queue and the index (CommitLogDispatcher*): the pure path."""
+        tr = self.tracer_of()
+        if gets_queue_unit(req.sys_flag):
+            cq = self.find_consume_queue(req.topic, req.queue_id)
+            before = cq.get_max_offset_in_queue() if tr is not None else None
+            stored = cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
+                                                  req.consume_queue_offset)
+            if not stored:
+                log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,
+                          req.consume_queue_offset)
+            self._stored_until(req.store_timestamp if stored else None)
+            self._arrived(req.topic, req.queue_id, req.consume_queue_offset + 1)
+            if tr is not None:
+                tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id,
+                         queue_offset=req.consume_queue_offset, unit=(req.commit_log_offset, req.msg_size,
+                                                                      req.tags_code),
+                         max_offset_before=before, max_offset_after=cq.get_max_offset_in_queue())
+        elif tr is not None:
+            tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id, skipped=True,
+                     reason="prepared/rolled-back transaction records get no consume-queue unit")
+        if self.config.message_index_enable:
+            self.index_service.build_index(req)
+            if tr is not None:
+                tr.event("dispatch.index", offset=req.commit_log_offset, uniq_key=req.uniq_key, keys=req.keys)
+
+    def dispatch_run(self, batch) -> int:
+        """Write the consume-queue units and index entries of a compiled batch's first records; how many.
+
+        The run is cut before the first record the bulk writes cannot take as :meth:`dispatch`
+        would (see the module essay); what comes before it is written, nothing after it.
+        """
+        limit = batch.count
+        plans = []
+        table = self.consume_queue_table
+        for topic, queue_id, first, units, records, run in batch.groups:
+            cq = table.get((topic, queue_id))
+            numbers = memoryview(records).cast("i")
+            room = 0
+            if cq is not None:
+                offset, size = _UNIT_END.unpack_from(units, 0)
+                room = cq.bulk_room(first, offset + size)
+            take = min(room, run)
+            if take < len(numbers):
+                limit = min(limit, numbers[take])
+            plans.append((cq, topic, queue_id, first, units, numbers))
+        if limit and self.config.message_index_enable:
+            limit = self.index_service.build_index_batch(batch, limit)
+        if not limit:
+            return 0
+        for cq, topic, queue_id, first, units, numbers in plans:
+            k = bisect_left(numbers, limit)
+            if k:
+                offset, size = _UNIT_END.unpack_from(units, (k - 1) * 20)
+                cq.append_units(memoryview(units)[:k * 20], offset + size)
+                self._arrived(topic, queue_id, first + k)
+        self._stored_until(batch.cq_timestamp(limit))
+        return limit
 
 
 def _dispatch_one(buf, pos: int, dispatch, delay_levels) -> tuple[int, Exception | None]:
@@ -214,16 +324,17 @@ def _dispatch_one(buf, pos: int, dispatch, delay_levels) -> tuple[int, Exception
     return record.total_size, None
 
 
-def reput_segment_native(cdispatch, store, buf, base: int, start: int, readable: int, delay_levels: dict[int, int],
-                         table: tuple[int, ...]) -> tuple[SegmentEnd, int, Exception | None]:
-    """:func:`reput_segment` on the compiled path: runs of records in bulk, the pure path where a run is cut."""
+def reput_segment_native(cdispatch, dispatcher: Dispatcher, buf, base: int, start: int, readable: int,
+                         delay_levels: dict[int, int], table: tuple[int, ...]) -> tuple[SegmentEnd, int, Exception | None]:
+    """:func:`reput_segment` on the compiled path: runs of records in bulk (:meth:`Dispatcher.dispatch_run`),
+    the pure path (:meth:`Dispatcher.dispatch`) where a run is cut."""
     pos = start
     count = 0
-    with_keys = bool(store.config.message_index_enable)
+    with_keys = bool(dispatcher.config.message_index_enable)
     run = MAX_BATCH
     while True:
         batch = cdispatch.parse(buf, pos, readable, table, run, with_keys)
-        done = dispatch_batch(store, batch) if batch.count else 0
+        done = dispatcher.dispatch_run(batch) if batch.count else 0
         count += done
         if done < batch.count:
             pos = batch.record_pos(done)  # the record the bulk writes left to the pure path
@@ -239,7 +350,7 @@ def reput_segment_native(cdispatch, store, buf, base: int, start: int, readable:
             if s.end is not None:
                 return SegmentEnd(pos, s.end, s.reason, count, s), count, None
             # else a record the compiled parse leaves to the pure path (cdispatch.DEFER)
-        record_size, failure = _dispatch_one(buf, pos, store.do_dispatch, delay_levels)
+        record_size, failure = _dispatch_one(buf, pos, dispatcher.dispatch, delay_levels)
         if failure is not None:
             return SegmentEnd(pos, None, str(failure), count), count, failure
         count += 1
@@ -247,12 +358,18 @@ def reput_segment_native(cdispatch, store, buf, base: int, start: int, readable:
 
 
 class ReputMessageService:
-    """Follows the commitlog and dispatches every record (RocketMQ's ReputMessageService)."""
+    """Follows the commitlog and hands every record to the dispatcher (RocketMQ's ReputMessageService).
+
+    ``on_stop`` hears why dispatch stopped at a record (the store's ``make_not_writeable``).
+    """
 
     name = "ReputMessageService"
 
-    def __init__(self, store, interval_s: float = 0.001):
-        self.store = store
+    def __init__(self, commit_log, dispatcher: Dispatcher, *, on_stop: Callable[[str], None] | None = None,
+                 interval_s: float = 0.001):
+        self.commit_log = commit_log
+        self.dispatcher = dispatcher
+        self.on_stop = on_stop
         self.reput_from_offset = 0
         self.interval_s = interval_s
         self._stop = threading.Event()
@@ -262,7 +379,7 @@ class ReputMessageService:
         #: why dispatch stopped (a record the consume queue or index could not take), or None
         self.failure: str | None = None
         #: the compiled dispatch (rmqstore._cdispatch), or None: the pure path
-        self.native = native.module("_cdispatch", getattr(store.config, "native", True))
+        self.native = native.module("_cdispatch", dispatcher.config.native)
         self._delay_table: tuple[int, ...] | None = None
 
     def start(self) -> None:
@@ -292,7 +409,7 @@ class ReputMessageService:
             yield
 
     def behind(self) -> int:
-        return self.store.commit_log.get_max_offset() - self.reput_from_offset
+        return self.commit_log.get_max_offset() - self.reput_from_offset
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -307,9 +424,8 @@ class ReputMessageService:
         self.failure = (f"dispatch stopped at commitlog offset {self.reput_from_offset} "
                         f"(reopen the store once there is room): {exc}")
         log.error("%s", self.failure)
-        make_not_writeable = getattr(self.store, "make_not_writeable", None)
-        if make_not_writeable is not None:
-            make_not_writeable(self.failure)
+        if self.on_stop is not None:
+            self.on_stop(self.failure)
 
     def do_reput(self) -> int:
         """Dispatch everything between ``reput_from_offset`` and the readable end; count records."""
@@ -324,10 +440,10 @@ class ReputMessageService:
         return self._delay_table
 
     def _do_reput(self) -> int:
-        store = self.store
-        commit_log = store.commit_log
+        commit_log = self.commit_log
+        dispatcher = self.dispatcher
         queue = commit_log.mapped_file_queue
-        delay_levels = commit_log._delay_levels
+        delay_levels = commit_log.delay_levels
         if self.reput_from_offset < commit_log.get_min_offset():
             self.reput_from_offset = commit_log.get_min_offset()
         count = 0
@@ -337,14 +453,14 @@ class ReputMessageService:
                 break
             base = mf.file_from_offset
             if self.native is not None and commit_log.tracer is None and self._table(delay_levels) is not None:
-                end, done, failure = reput_segment_native(self.native, store, mf.mapped, base,
+                end, done, failure = reput_segment_native(self.native, dispatcher, mf.mapped, base,
                                                           self.reput_from_offset - base, mf.read_position,
                                                           delay_levels, self._delay_table)
             else:
                 # the pure dispatch walks in Python too when the store asks for the pure path or is traced
                 end, done, failure = reput_segment(mf.mapped, base, self.reput_from_offset - base,
-                                                   mf.read_position, store.do_dispatch, delay_levels,
-                                                   getattr(store.config, "native", True) and commit_log.tracer is None)
+                                                   mf.read_position, dispatcher.dispatch, delay_levels,
+                                                   dispatcher.config.native and commit_log.tracer is None)
             count += done
             self.reput_from_offset = base + end.pos
             if failure is not None:

@@ -39,6 +39,8 @@ Transient store pool -- :class:`CommitRealTimeService` copies write buffers into
 files every ``commit_interval_commit_log`` ms and pokes the flush service when it moved
 anything.
 
+Consume queues -- :class:`FlushConsumeQueueService`: every second, the checkpoint every minute.
+
 All are real threads with a clean shutdown: on stop each does a final full pass, as
 RocketMQ's services do.
 
@@ -55,12 +57,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Callable
 
 from .status import PutMessageStatus
 from .trace import file_positions
 
 __all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "CommitRealTimeService",
-           "ServiceThread"]
+           "FlushConsumeQueueService", "ServiceThread"]
 
 log = logging.getLogger(__name__)
 
@@ -447,3 +450,50 @@ class CommitRealTimeService(ServiceThread):
         for _ in range(RETRY_TIMES_OVER):
             if self.guarded(queue.commit, 0) is not False:
                 break
+
+
+class FlushConsumeQueueService(ServiceThread):
+    """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint.
+
+    The consume queues and the checkpoint are the ``dispatcher``'s (:class:`rmqstore.dispatch.Dispatcher`);
+    ``on_io_error`` hears of a flush the disk refused (the store's ``checks.make_not_writeable``).
+    """
+
+    name = "FlushConsumeQueueService"
+
+    def __init__(self, config, dispatcher, on_io_error: Callable[[str], None]):
+        super().__init__()
+        self.config = config
+        self.dispatcher = dispatcher
+        self.on_io_error = on_io_error
+        self.last_thorough = 0.0  # as RocketMQ: the first pass (about 1 s after start) is thorough
+
+    def _do_flush(self, retry_times: int) -> None:
+        cfg = self.config
+        least_pages = cfg.flush_consume_queue_least_pages
+        thorough = retry_times == RETRY_TIMES_OVER
+        now = time.monotonic()
+        if now >= self.last_thorough + cfg.flush_consume_queue_thorough_interval / 1000.0:
+            self.last_thorough = now
+            thorough = True
+        if thorough:
+            least_pages = 0
+        checkpoint = self.dispatcher.checkpoint
+        logics_ts = checkpoint.logics_msg_timestamp if checkpoint else 0
+        for cq in list(self.dispatcher.consume_queue_table.values()):
+            for _ in range(retry_times):
+                if self.guarded(cq.flush, least_pages) is not False:  # (None: failed, reported)
+                    break
+        if thorough and checkpoint is not None:
+            if logics_ts > 0:
+                checkpoint.logics_msg_timestamp = logics_ts
+            self.guarded(checkpoint.flush)
+
+    def io_error_hook(self):
+        return self.on_io_error
+
+    def run(self) -> None:
+        while not self.is_stopped():
+            self._stop_event.wait(self.config.flush_interval_consume_queue / 1000.0)
+            self._do_flush(1)
+        self._do_flush(RETRY_TIMES_OVER)

@@ -31,7 +31,7 @@ from .index_file import IndexFile, index_file_size, index_key_hash
 from .properties import KEY_SEPARATOR
 from .store_dir import file_is_all_zero, list_store_files
 from .store_paths import index_dir, index_file_name  # (index_file_name re-exported)
-from .sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
+from .sysflag import gets_index_entries
 
 __all__ = ["IndexFile", "IndexService", "index_key_hash", "index_file_size", "index_file_name"]
 
@@ -161,7 +161,7 @@ class IndexService:
             return
         if req.commit_log_offset < f.end_phy_offset:
             return
-        if req.sys_flag & TRANSACTION_MASK == TRANSACTION_ROLLBACK_TYPE:
+        if not gets_index_entries(req.sys_flag):
             return
         topic = req.topic
         if req.uniq_key:

@@ -53,8 +53,7 @@ from .record import MessageRecord, decode_message_id
 from .store_dir import count_nonzero, data_extents, list_store_files
 from .store_lock import lock_holder, process_command
 from .store_paths import abort_path, checkpoint_path, commitlog_dir, index_dir, lock_path
-from .sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE, describe,
-                      is_transaction_half)
+from .sysflag import describe, gets_queue_unit
 from .walk import End, walk_segment
 from .verify import rules
 
@@ -117,7 +116,7 @@ def _probe_records(buf, size: int, out: dict, extents=None) -> None:
         if out["firstStoreTimestamp"] is None:
             out["firstStoreTimestamp"] = ts
         out["lastStoreTimestamp"] = ts
-        out["transactionHalves"] += is_transaction_half(s.sys_flag)
+        out["transactionHalves"] += not gets_queue_unit(s.sys_flag)
 
     end = walk_segment(buf, on_record=on_record)
     pos = end.pos
@@ -461,8 +460,7 @@ def message_info(store, offset: int, rec: MessageRecord, *, include_body: bool =
     file, pos = _file_and_position(store, offset)
     props = string_to_properties(rec.properties)
     computed = crc32(rec.body)
-    txn = rec.sys_flag & TRANSACTION_MASK
-    if txn in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+    if gets_queue_unit(rec.sys_flag):
         cq = store.consume_queue_table.get((rec.topic, rec.queue_id))
         unit = cq.get_unit(rec.queue_offset) if cq is not None else None
         cq_info = {"queueOffset": rec.queue_offset, "unit": list(unit) if unit else None,

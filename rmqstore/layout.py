@@ -61,6 +61,13 @@ __all__ = [
     "message_fields_struct",
     "layout_markdown",
     "KIND_SIZES",
+    "LENGTH_LIMITS",
+    "INT_RANGES",
+    "MAX_TOPIC_BYTES_V1",
+    "MAX_TOPIC_BYTES_V2",
+    "MAX_PROPERTIES_BYTES",
+    "MAX_QUEUE_ID",
+    "field_problem",
 ]
 
 # -- magic codes (CommitLog.java / MessageDecoder.java) ------------------------------
@@ -161,8 +168,35 @@ MESSAGE_FIELDS: tuple[Field, ...] = (
 )
 
 _FIELD_INDEX = {f.name: i for i, f in enumerate(MESSAGE_FIELDS)}
+_FIELD_KINDS = {f.name: f.kind for f in MESSAGE_FIELDS}
 _LENGTH_CODE = {"blob32": "i", "str8": "b", "str16": "h"}
 _LENGTH_SIZE = {"blob32": 4, "str8": 1, "str16": 2}
+
+# -- the limits the table implies: one place for each (the C modules export theirs, checked equal) --
+#: kind -> (min, max) of the layout's signed integer kinds
+INT_RANGES = {kind: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1) for kind, (_, size) in KIND_SIZES.items()}
+#: the most bytes a length-prefixed kind holds: its prefix is a signed Java integer
+LENGTH_LIMITS = {kind: INT_RANGES["i" + str(8 * size)][1] for kind, size in _LENGTH_SIZE.items()}
+#: the V1 topic length is one *signed* byte: 127 UTF-8 bytes (RocketMQ's topic validator allows 127 characters)
+MAX_TOPIC_BYTES_V1 = LENGTH_LIMITS[_FIELD_KINDS["topic"]]
+#: a V2 (5.x) record's topic length is a short
+MAX_TOPIC_BYTES_V2 = LENGTH_LIMITS["str16"]
+#: the properties length is a short: 32767 UTF-8 bytes (``Short.MAX_VALUE``, which ``checkMessage`` also
+#: holds the properties string's characters to)
+MAX_PROPERTIES_BYTES = LENGTH_LIMITS[_FIELD_KINDS["properties"]]
+#: the largest queue id the record holds
+MAX_QUEUE_ID = INT_RANGES[_FIELD_KINDS["queue_id"]][1]
+
+
+def field_problem(name: str, value) -> str | None:
+    """Why ``value`` cannot go into the record's integer field ``name`` (its layout width), or None."""
+    if type(value) is not int:
+        return f"{name} must be an int, got {type(value).__name__}"
+    kind = _FIELD_KINDS[name]
+    lo, hi = INT_RANGES[kind]
+    if not lo <= value <= hi:
+        return f"{name} = {value} does not fit in the record's {kind} field ({lo} .. {hi})"
+    return None
 
 
 def host_size(sys_flag: int, which: str) -> int:

@@ -9,48 +9,65 @@ only the lock can decide -- queue offset, physical offset, store timestamp -- ar
 placeholders; :class:`EncodedMessage` and :class:`EncodedBatch` carry where they go.
 
 This is also the third gate of a put (after the store's state and the message checks of
-:mod:`rmqstore.store_checks`): a body over ``max_message_size``, a topic of more than 127
-UTF-8 bytes, properties of more than 32767, a string with no UTF-8 form, a host that is no
+:mod:`rmqstore.store_checks`): a body over ``max_message_size``, a topic of more UTF-8
+bytes than the record's topic length holds, properties of more than its properties length holds, a string with no UTF-8 form, a host that is no
 socket address or an integer that does not fit its slot each come back as a
 :class:`~rmqstore.status.PutMessageResult` naming what was wrong -- never as bytes written.
 A batch is encoded whole, as consecutive records, so it never spans two files.
+
+It is the one Python record encoder: :func:`rmqstore.record.encode_message` (the codec's
+encoder of a record with every value given, for tests, tools and notebooks) is this class
+with the hosts only parsed, not held to socket ports, and the three placeholders filled in
+(:meth:`EncodedMessage.place`, which the put path calls under its lock).  It reads a message's
+fields by name (a :class:`~rmqstore.message.Message` or anything with the same attributes) and
+imports nothing above the codec, so the codec can build on it.
 """
 
 from __future__ import annotations
 
 import struct
+from typing import Any, Callable
 
 from .crc import crc32
 from .crc import raw_crc32 as _crc32
 from .errors import LayoutError
-from .layout import MESSAGE_MAGIC_CODE, message_header_struct, store_timestamp_position
-from .message import Message, MessageBatch
-from .record import Address, MAX_TOPIC_BYTES_V1, field_problem, socket_address
+from .layout import (MAX_PROPERTIES_BYTES, MAX_TOPIC_BYTES_V1, MAX_TOPIC_BYTES_V2, MESSAGE_MAGIC_CODE,
+                     MESSAGE_MAGIC_CODE_V2, QUEUE_OFFSET_POSITION, field_problem, message_fields_struct,
+                     message_header_struct, store_timestamp_position)
 from .status import PutMessageResult, PutMessageStatus
-from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, TRANSACTION_MASK
+from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG, gets_queue_unit
 
 __all__ = ["MessageEncoder", "EncodedMessage", "EncodedBatch"]
 
 _STORE_TS_POS_V4 = store_timestamp_position(0)
 _STORE_TS_POS_V6 = store_timestamp_position(BORNHOST_V6_FLAG)
+_QO_PHY = message_fields_struct("queue_offset", "physical_offset")  # patched together inside the put lock
+_I64 = message_fields_struct("store_timestamp")
 
 
 class EncodedMessage:
     """A record encoded outside the lock, with placeholders the lock fills in."""
 
-    __slots__ = ("data", "length", "store_ts_pos", "topic_queue_key", "tran_type", "store_host",
+    __slots__ = ("data", "length", "store_ts_pos", "topic_queue_key", "gets_unit", "store_host",
                  "store_timestamp", "queue_offset", "msg")
 
-    def __init__(self, data, store_ts_pos, key, tran_type, store_host, store_timestamp, queue_offset, msg):
+    def __init__(self, data, store_ts_pos, key, gets_unit, store_host, store_timestamp, queue_offset, msg):
         self.data = data
         self.length = len(data)
         self.store_ts_pos = store_ts_pos
         self.topic_queue_key = key
-        self.tran_type = tran_type
+        #: a consume-queue unit, and so a queue offset of its own (:func:`rmqstore.sysflag.gets_queue_unit`)
+        self.gets_unit = gets_unit
         self.store_host = store_host
         self.store_timestamp = store_timestamp
         self.queue_offset = queue_offset
         self.msg = msg
+
+    def place(self, queue_offset: int, physical_offset: int, store_timestamp: int) -> None:
+        """Fill in the three values only the put lock decides (``struct.error`` when one does not fit)."""
+        data = self.data
+        _QO_PHY.pack_into(data, QUEUE_OFFSET_POSITION, queue_offset, physical_offset)
+        _I64.pack_into(data, self.store_ts_pos, store_timestamp)
 
 
 class EncodedBatch:
@@ -69,42 +86,56 @@ class EncodedBatch:
 
 
 class MessageEncoder:
-    """Encodes messages outside the lock (RocketMQ's ``MessageExtEncoder``)."""
+    """Encodes messages outside the lock (RocketMQ's ``MessageExtEncoder``).
 
-    def __init__(self, max_message_size: int, default_store_host: Address):
+    ``host`` turns a host a message gives into an :class:`~rmqstore.record.Address` or raises
+    :class:`LayoutError` (the put path's is :func:`rmqstore.record.socket_address`: ports 0..65535);
+    ``magic_code`` is the record version written (the put path writes 4.x records, V1).
+    """
+
+    def __init__(self, max_message_size: int, default_store_host: Any, host: Callable[[Any], Any], *,
+                 magic_code: int = MESSAGE_MAGIC_CODE):
+        if magic_code not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+            raise LayoutError(f"unknown magic code {magic_code:#x}")
         self.max_message_size = max_message_size
         self.max_record_size = max_message_size + 64 * 1024
         self.default_store_host = default_store_host
+        self.magic_code = magic_code
+        self._host = host
+        v2 = magic_code == MESSAGE_MAGIC_CODE_V2
+        self._topic_length = (2, MAX_TOPIC_BYTES_V2) if v2 else (1, MAX_TOPIC_BYTES_V1)  # prefix size, limit
         #: host strings already parsed (the compiled put reads it too): str -> Address
         self.addr_cache: dict = {}
         self._topic_cache: dict = {}
         self._headers = {(b, st): message_header_struct(b, st) for b in (False, True) for st in (False, True)}
 
-    def address(self, value) -> Address:
-        """A host of a put (``None``: the store's own); LayoutError unless a socket address (port 0..65535)."""
+    def address(self, value):
+        """A host of a put (``None``: the store's own) as an Address; LayoutError when ``host`` refuses it."""
         if value is None:
             return self.default_store_host
         try:
             return self.addr_cache[value]
         except (KeyError, TypeError):
-            addr = socket_address(value)
+            addr = self._host(value)
             if isinstance(value, str) and len(self.addr_cache) < 4096:
                 self.addr_cache[value] = addr
             return addr
 
     def _topic_part(self, topic: str):
-        """(length byte + UTF-8 topic) for a topic, or None when it cannot be stored; cached."""
+        """(length prefix + UTF-8 topic) for a topic, or None when it cannot be stored; cached."""
         try:
             return self._topic_cache[topic]
         except KeyError:
             topic_b = topic.encode("utf-8")
-            part = bytes([len(topic_b)]) + topic_b if len(topic_b) <= MAX_TOPIC_BYTES_V1 else None
+            size, limit = self._topic_length
+            part = len(topic_b).to_bytes(size, "big") + topic_b if len(topic_b) <= limit else None
             if len(self._topic_cache) < 65536:
                 self._topic_cache[topic] = part
             return part
 
-    def encode(self, msg: Message, topic: str, queue_id: int, properties: str,
-               sys_flag: int) -> EncodedMessage | PutMessageResult:
+    def encode(self, msg, topic: str, queue_id: int, properties: str, sys_flag: int) -> EncodedMessage | PutMessageResult:
+        """``msg`` (a Message, or anything with its fields) as a record of ``topic``/``queue_id`` with
+        ``properties`` and ``sys_flag`` (the put path's, after a delay rewrite), or the refusal."""
         body = msg.body
         try:
             born = self.address(msg.born_host)
@@ -126,15 +157,15 @@ class MessageEncoder:
         if topic_part is None:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"topic {topic[:40]!r}... is {len(topic.encode('utf-8'))} UTF-8 bytes; a record holds at "
-                f"most {MAX_TOPIC_BYTES_V1}"))
+                f"most {self._topic_length[1]}"))
         try:
             props_b = properties.encode("utf-8")
         except UnicodeEncodeError as exc:
             return _not_utf8("properties", exc)
         props_len = len(props_b)
-        if props_len > 32767:
+        if props_len > MAX_PROPERTIES_BYTES:
             return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
-                f"properties are {props_len} UTF-8 bytes; a record holds at most 32767"))
+                f"properties are {props_len} UTF-8 bytes; a record holds at most {MAX_PROPERTIES_BYTES}"))
         header = self._headers[born_v6, store_v6]
         total = header.size + body_len + len(topic_part) + 2 + props_len
         if total > self.max_record_size:
@@ -142,7 +173,7 @@ class MessageEncoder:
                 f"record is {total} bytes, over the limit {self.max_record_size}"))
         try:
             crc = _crc32(body) & 0x7FFFFFFF if msg.body_crc is None else msg.body_crc  # replay keeps the record's
-            head = header.pack(total, MESSAGE_MAGIC_CODE, crc, queue_id, msg.flag, 0, 0,
+            head = header.pack(total, self.magic_code, crc, queue_id, msg.flag, 0, 0,
                                sys_flag, msg.born_timestamp, born.ip, born.port, 0, store.ip, store.port,
                                msg.reconsume_times, msg.prepared_transaction_offset, body_len)
         except struct.error as exc:
@@ -151,9 +182,10 @@ class MessageEncoder:
         # (a bytearray: the put patches its offsets and store time in before copying it into the file)
         data = bytearray(b"").join((head, body, topic_part, props_len.to_bytes(2, "big"), props_b))
         return EncodedMessage(data, _STORE_TS_POS_V6 if born_v6 else _STORE_TS_POS_V4, (topic, queue_id),
-                              sys_flag & TRANSACTION_MASK, store, msg.store_timestamp, msg.queue_offset, msg)
+                              gets_queue_unit(sys_flag), store, msg.store_timestamp, msg.queue_offset, msg)
 
-    def encode_batch(self, batch: MessageBatch) -> EncodedBatch | PutMessageResult:
+    def encode_batch(self, batch) -> EncodedBatch | PutMessageResult:
+        """A :class:`~rmqstore.message.MessageBatch` as consecutive V1 records, or the refusal."""
         try:
             born = self.address(batch.born_host)
             store = self.address(batch.store_host)
@@ -188,9 +220,10 @@ class MessageEncoder:
                 props_b = props.encode("utf-8")
             except UnicodeEncodeError as exc:
                 return _not_utf8(f"batch item {len(lengths)}: properties", exc)
-            if len(props_b) > 32767:
+            if len(props_b) > MAX_PROPERTIES_BYTES:
                 return PutMessageResult(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, message=(
-                    f"batch item {len(lengths)}: properties are {len(props_b)} UTF-8 bytes; at most 32767"))
+                    f"batch item {len(lengths)}: properties are {len(props_b)} UTF-8 bytes; at most "
+                    f"{MAX_PROPERTIES_BYTES}"))
             if len(body) > self.max_message_size:
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                     f"batch item {len(lengths)}: body is {len(body)} bytes, over max_message_size"))

@@ -2,7 +2,7 @@
 
 The hard idea
 -------------
-The pure put path is a row of RocketMQ-shaped layers -- ``MessageStore._put`` -> the checks ->
+The pure put path is a row of RocketMQ-shaped layers -- ``PutPath._put`` -> the checks ->
 ``CommitLog.put_message`` -> ``MessageEncoder.encode`` -> ``append_encoded`` ->
 ``MappedFile.append_message`` -> ``do_append`` -> results -> flush wake-up -> statistics --
 and each layer costs Python calls.  The compiled ``Putter`` does the common case of the same
@@ -16,8 +16,9 @@ A put lock held by another writer is spun for (the GIL let go between tries), as
 Its parts are the store's own objects, never copies: the put lock (the lock underneath
 ``PutMessageSpinLock`` or the ``RLock``, tried without blocking, then spun for), the topic-queue table, the
 mapped file queue (a new file comes from :meth:`CommitLog.next_file_for_put`), the clock
-(the wall clock read in C when the store keeps its default), the store's checked topics
-(``_good_topics``: a topic the pure checks passed once), the encoder's cache of parsed hosts.
+(the wall clock read in C when the store keeps its default), the store's checks (their state --
+shut down, writeable -- and ``good_topics``: a topic the pure checks passed once), the encoder's
+cache of parsed hosts.
 
 After the append: with ASYNC_FLUSH (and no SYNC_MASTER) the Putter wakes the flush (or
 commit) service and counts the put in its own counters, which :class:`~rmqstore.store_put.StoreStats`
@@ -44,30 +45,32 @@ __all__ = ["make_putter", "finish_waits", "appended"]
 _PUT_OK = PutMessageStatus.PUT_OK
 
 
-def make_putter(store, *, appender: bool = False):
-    """The compiled put of a started ``store``, or None when the pure path runs (not built, switched off).
+def make_putter(put_path, *, appender: bool = False):
+    """The compiled put of a started store's ``put_path`` (:class:`~rmqstore.store_put.PutPath`), or None
+    when the pure path runs (not built, switched off).
 
     ``appender``: a Putter that checks and appends only and hands every result back
     untouched (its ``finish`` is :func:`appended`) -- the async puts' append, whose waits the
     flush and replica services answer (``PutPath._submit_async``).
     """
-    mod = native.module("_cput", store.config.native)
+    mod = native.module("_cput", put_path.config.native)
     if mod is None:
         return None
-    cfg = store.config
-    cl = store.commit_log
+    cfg = put_path.config
+    cl = put_path.commit_log
+    checks = put_path.checks
     lock = cl.put_message_lock
     raw = lock.raw_lock if isinstance(lock, PutMessageSpinLock) else lock
     waits = cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH or cfg.broker_role is BrokerRole.SYNC_MASTER
-    service = store.commit_service if store.commit_service is not None else store.flush_service
+    service = put_path.commit_service if put_path.commit_service is not None else put_path.flush_service
     return mod.Putter(
-        store=store, commit_log=cl, queue=cl.mapped_file_queue, good_topics=store._good_topics,
+        store=checks, commit_log=cl, queue=cl.mapped_file_queue, good_topics=checks.good_topics,
         acquire=raw.acquire, release=raw.release,
         clock=None if cl.clock is wall_clock_ms else cl.clock,
         default_host=cl.encoder.default_store_host, addr_cache=cl.encoder.addr_cache,
         wakeup=None if waits or appender or service is None else service.wakeup,
-        finish=appended if appender else partial(finish_waits, store) if waits else None,
-        next_file=cl.next_file_for_put, record=store.stats.record, slave_role=BrokerRole.SLAVE,
+        finish=appended if appender else partial(finish_waits, put_path) if waits else None,
+        next_file=cl.next_file_for_put, record=put_path.stats.record, slave_role=BrokerRole.SLAVE,
         types=(Message, MessageBatch, BatchItem, Address, AppendMessageResult, PutMessageResult),
         statuses=(_PUT_OK, AppendMessageStatus.PUT_OK, AppendMessageStatus.END_OF_FILE,
                   PutMessageStatus.UNKNOWN_ERROR),
@@ -80,11 +83,9 @@ def appended(result: PutMessageResult, _item, _begin: float) -> PutMessageResult
     return result
 
 
-def finish_waits(store, result: PutMessageResult, item, begin: float) -> PutMessageResult:
+def finish_waits(put_path, result: PutMessageResult, item, begin: float) -> PutMessageResult:
     """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the waits, then the statistics."""
     if result.status is _PUT_OK:
-        result = store._wait_flush_and_replica(result, item)
-    ok = result.status is _PUT_OK
-    store.stats.record(item.topic, result, (time.monotonic() - begin) * 1000,
-                       result.append_result.msg_num if ok else 1)
+        result = put_path.wait_flush_and_replica(result, item)
+    put_path.stats.record_put(item, result, (time.monotonic() - begin) * 1000)
     return result

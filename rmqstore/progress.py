@@ -53,6 +53,11 @@ class ProgressBar:
         self._bar = Progress(*columns, console=Console(file=stream), transient=transient)
         self._task = self._bar.add_task(description, total=total)
 
+    @property
+    def shown(self) -> bool:
+        """Is a bar drawn (a terminal, rich installed), or is every call a no-op?"""
+        return self._bar is not None
+
     def __enter__(self):
         if self._bar is not None:
             self._bar.start()

@@ -13,7 +13,9 @@ naming the offset -- never an ``IndexError`` or ``struct.error``.
 The hard part of encoding is speed: the put path encodes outside the put lock (like
 RocketMQ's ``MessageExtEncoder``) and patches only the three values that the lock
 decides -- queue offset, physical offset, store timestamp -- at positions the layout
-table gives (:data:`~rmqstore.layout.QUEUE_OFFSET_POSITION` and friends).
+table gives (:data:`~rmqstore.layout.QUEUE_OFFSET_POSITION` and friends).  There is one
+Python encoder, the put path's (:class:`~rmqstore.message_encoder.MessageEncoder`):
+:func:`encode_message` is that encoder given every value of a record.
 """
 
 from __future__ import annotations
@@ -28,15 +30,18 @@ from .errors import CorruptRecordError, LayoutError
 from .layout import (
     BLANK_MAGIC_CODE,
     BLANK_RECORD,
-    KIND_SIZES,
+    INT_RANGES,
+    MAX_TOPIC_BYTES_V1,
     MESSAGE_FIELDS,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
     RECORD_HEAD,
     SYSFLAG_POSITION,
+    field_problem,
     message_field_spans,
     message_header_struct,
 )
+from .message_encoder import EncodedMessage, MessageEncoder
 from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 __all__ = [
@@ -56,24 +61,7 @@ __all__ = [
     "socket_address",
 ]
 
-MAX_TOPIC_BYTES_V1 = 127  # the V1 topic length is one *signed* byte
 MAX_PORT = 65535  # a socket port; the record's port field is a 4-byte int and holds more
-
-#: kind -> (min, max) of the layout's signed integer kinds
-INT_RANGES = {kind: (-(1 << (8 * size - 1)), (1 << (8 * size - 1)) - 1) for kind, (_, size) in KIND_SIZES.items()}
-_FIELD_KINDS = {f.name: f.kind for f in MESSAGE_FIELDS}
-
-
-def field_problem(name: str, value) -> str | None:
-    """Why ``value`` cannot go into the record's integer field ``name`` (its layout width), or None."""
-    if type(value) is not int:
-        return f"{name} must be an int, got {type(value).__name__}"
-    kind = _FIELD_KINDS[name]
-    lo, hi = INT_RANGES[kind]
-    if not lo <= value <= hi:
-        return f"{name} = {value} does not fit in the record's {kind} field ({lo} .. {hi})"
-    return None
-
 
 class Address(NamedTuple):
     """A socket address as stored: raw IP bytes (4 or 16) and a port."""
@@ -138,6 +126,11 @@ class Address(NamedTuple):
         return cls(ip, port)
 
 
+#: the put path's encoder for each record version, given whole records (no size limit but the layout's)
+_ENCODERS = {magic: MessageEncoder(2**31 - 1 - 64 * 1024, None, Address.parse, magic_code=magic)
+             for magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)}
+
+
 def socket_address(value) -> Address:
     """:meth:`Address.parse` for a host a producer hands the store: the port must be 0..65535.
 
@@ -170,39 +163,46 @@ def encode_message(*, queue_id: int, flag: int, queue_offset: int, physical_offs
                    prepared_transaction_offset: int, body: bytes, topic: str | bytes,
                    properties: str | bytes, body_crc: int | None = None,
                    magic_code: int = MESSAGE_MAGIC_CODE) -> bytes:
-    """Encode one record. ``sys_flag``'s host bits are set from the hosts given.
+    """Encode one record with every value given. ``sys_flag``'s host bits are set from the hosts given.
 
-    ``topic``/``properties`` may be given already UTF-8 encoded.  Raises
-    :class:`LayoutError` when a value does not fit the layout.
+    The put path's encoder (:class:`~rmqstore.message_encoder.MessageEncoder`), with the hosts
+    parsed as the codec reads them (any 4-byte port) and the three values the put lock decides
+    filled in where the put path fills them.  ``topic``/``properties`` may be given already
+    UTF-8 encoded.  Raises :class:`LayoutError` when a value does not fit the layout.
     """
-    topic_b = topic.encode("utf-8") if isinstance(topic, str) else bytes(topic)
-    props_b = properties.encode("utf-8") if isinstance(properties, str) else bytes(properties or b"")
-    v2 = magic_code == MESSAGE_MAGIC_CODE_V2
-    if magic_code not in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2):
+    encoder = _ENCODERS.get(magic_code)
+    if encoder is None:
         raise LayoutError(f"unknown magic code {magic_code:#x}")
-    if len(topic_b) > (32767 if v2 else MAX_TOPIC_BYTES_V1):
-        raise LayoutError(f"topic is {len(topic_b)} UTF-8 bytes; a {'V2' if v2 else 'V1'} record holds at most "
-                          f"{32767 if v2 else MAX_TOPIC_BYTES_V1}")
-    if len(props_b) > 32767:
-        raise LayoutError(f"properties are {len(props_b)} UTF-8 bytes; at most 32767 fit")
-    born_host = Address.parse(born_host)
-    store_host = Address.parse(store_host)
-    sys_flag = (sys_flag & ~(_BORN_V6 | _STORE_V6)) | (_BORN_V6 if born_host.is_v6 else 0) \
-        | (_STORE_V6 if store_host.is_v6 else 0)
-    body = bytes(body)
-    if body_crc is None:
-        body_crc = crc32(body)
-    header = message_header_struct(born_host.is_v6, store_host.is_v6)
-    total = header.size + len(body) + (2 if v2 else 1) + len(topic_b) + 2 + len(props_b)
+    values = _RecordValues(bytes(body), flag, sys_flag, born_timestamp, Address.parse(born_host),
+                           Address.parse(store_host), reconsume_times, prepared_transaction_offset, body_crc)
+    enc = encoder.encode(values, _text(topic), queue_id, _text(properties or ""), sys_flag)
+    if not isinstance(enc, EncodedMessage):
+        raise LayoutError(enc.message)
     try:
-        head = header.pack(total, magic_code, body_crc, queue_id, flag, queue_offset, physical_offset,
-                           sys_flag, born_timestamp, born_host.ip, born_host.port, store_timestamp,
-                           store_host.ip, store_host.port, reconsume_times,
-                           prepared_transaction_offset, len(body))
+        enc.place(queue_offset, physical_offset, store_timestamp)
     except struct.error as exc:
         raise LayoutError(f"a record field is out of range: {exc}") from exc
-    topic_len = (_I16 if v2 else _I8).pack(len(topic_b))
-    return b"".join((head, body, topic_len, topic_b, _I16.pack(len(props_b)), props_b))
+    return bytes(enc.data)
+
+
+class _RecordValues(NamedTuple):
+    """The fields :meth:`MessageEncoder.encode` reads of a message, as a record gives them."""
+
+    body: bytes
+    flag: int
+    sys_flag: int
+    born_timestamp: int
+    born_host: Address
+    store_host: Address
+    reconsume_times: int
+    prepared_transaction_offset: int
+    body_crc: int | None
+    store_timestamp: None = None
+    queue_offset: None = None
+
+
+def _text(value: str | bytes) -> str:
+    return value if isinstance(value, str) else bytes(value).decode("utf-8")
 
 
 def decode_record(buf, pos: int = 0, *, check_crc: bool = False, limit: int | None = None):

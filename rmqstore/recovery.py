@@ -138,7 +138,7 @@ import mmap
 import struct
 
 from .checkpoint import StoreCheckpoint, read_checkpoint
-from .dispatch import delay_table, dispatch_request, reput_segment_native
+from .dispatch import Dispatcher, delay_table, dispatch_request, reput_segment_native
 from .layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, SYSFLAG_POSITION, store_timestamp_position
 from .native import module as native_module
 from .record import decode_record
@@ -186,10 +186,10 @@ class CheckpointSnapshot:
                 f"index={self.index_msg_timestamp})")
 
 
-def open_checkpoint(store):
-    """The store's checkpoint: mapped for writing (created if missing), or a read-only snapshot."""
-    path = checkpoint_path(store.root)
-    return CheckpointSnapshot(path) if store.read_only else StoreCheckpoint(path)
+def open_checkpoint(root: str, read_only: bool):
+    """The checkpoint of the store at ``root``: mapped for writing (created if missing), or a read-only snapshot."""
+    path = checkpoint_path(root)
+    return CheckpointSnapshot(path) if read_only else StoreCheckpoint(path)
 
 
 # -- validating records ------------------------------------------------------------
@@ -199,20 +199,22 @@ def check_record(buf, pos: int, file_from_offset: int, check_crc: bool, limit: i
     return step(buf, pos, file_from_offset, limit, crc=check_crc, strict=True)
 
 
-def _walk(store, index: int, dispatch=None, until: int | None = None, *, bulk: bool = False) -> int:
+def _walk(commit_log, dispatcher: Dispatcher, index: int, dispatch=None, until: int | None = None, *,
+          bulk: bool = False) -> int:
     """Validate from the start of file ``index`` on; the physical offset where the log ends.
 
     ``dispatch`` (a callable) gets the dispatch request of every valid record; ``until``
     stops the walk at a record boundary at or after that offset (the offset is returned).
-    ``bulk`` (``dispatch`` being the store's own ``do_dispatch``): on the compiled path each
+    ``bulk`` (``dispatch`` being the dispatcher's own :meth:`~Dispatcher.dispatch`): on the compiled path each
     file is walked first and its valid records then dispatched in bulk, as the reput service
     does (:func:`rmqstore.dispatch.reput_segment_native`); the same records reach the same
     queues in the same order, and a dispatch that fails raises at the same record.
     """
-    files = store.commit_log.mapped_file_queue.mapped_files
-    check_crc = store.config.check_crc_on_recover
-    delay_levels = store.commit_log._delay_levels
-    native = store.config.native and store.commit_log.tracer is None  # a traced store shows the Python path
+    files = commit_log.mapped_file_queue.mapped_files
+    config = dispatcher.config
+    check_crc = config.check_crc_on_recover
+    delay_levels = commit_log.delay_levels
+    native = config.native and commit_log.tracer is None  # a traced store shows the Python path
     cdispatch = native_module("_cdispatch", native) if bulk and dispatch is not None else None
     table = delay_table(delay_levels) if cdispatch is not None else None
     while True:
@@ -222,9 +224,9 @@ def _walk(store, index: int, dispatch=None, until: int | None = None, *, bulk: b
             def on_record(pos, _s, buf=mf.mapped):
                 dispatch(dispatch_request(decode_record(buf, pos), delay_levels))
         end = _walk_file(mf, None if until is None else until - mf.file_from_offset, on_record, check_crc,
-                         native, release=store.read_only)
+                         native, release=dispatcher.read_only)
         if table is not None and end.pos > 0:
-            _, _, failure = reput_segment_native(cdispatch, store, mf.mapped, mf.file_from_offset, 0, end.pos,
+            _, _, failure = reput_segment_native(cdispatch, dispatcher, mf.mapped, mf.file_from_offset, 0, end.pos,
                                                  delay_levels, table)
             if failure is not None:
                 raise failure
@@ -267,40 +269,41 @@ def _walk_file(mf, stop_at: int | None, on_record, check_crc: bool, native: bool
 
 
 # -- the commitlog ---------------------------------------------------------------------
-def recover_normally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
+def recover_normally(commit_log, dispatcher: Dispatcher, max_phy_offset_of_consume_queue: int = -1) -> int:
     """After a clean stop: validate the last three files, cut after the last valid record."""
-    files = store.commit_log.mapped_file_queue.mapped_files
+    files = commit_log.mapped_file_queue.mapped_files
     if not files:
-        return _no_commitlog(store)
-    end = _walk(store, max(len(files) - 3, 0))
-    _cut(store, end, max_phy_offset_of_consume_queue)
+        return _no_commitlog(commit_log, dispatcher)
+    end = _walk(commit_log, dispatcher, max(len(files) - 3, 0))
+    _cut(commit_log, dispatcher, end, max_phy_offset_of_consume_queue)
     return end
 
 
-def recover_abnormally(store, max_phy_offset_of_consume_queue: int = -1) -> int:
+def recover_abnormally(commit_log, dispatcher: Dispatcher, max_phy_offset_of_consume_queue: int = -1) -> int:
     """After a crash: re-dispatch from the checkpoint's file on, cut after the last valid record."""
-    files = store.commit_log.mapped_file_queue.mapped_files
+    files = commit_log.mapped_file_queue.mapped_files
     if not files:
-        return _no_commitlog(store)
+        return _no_commitlog(commit_log, dispatcher)
     index = len(files) - 1
-    while index >= 0 and not is_mapped_file_matched_recover(store, files[index]):
+    while index >= 0 and not is_mapped_file_matched_recover(dispatcher.config, dispatcher.checkpoint, files[index]):
         index -= 1
     if index < 0:
         index = 0
     else:
         log.info("recover from this mapped file %s", files[index].file_name)
-    if not store.read_only:
+    if not dispatcher.read_only:
         # the walk writes every consume-queue unit from its start on again: a kill inside a unit's
         # write (a 20-byte copy is two stores) left its offset and size with no tags code
-        truncate_dirty_logic_files(store, files[index].file_from_offset)
-        if store.config.message_index_enable:
-            reindex_before(store, files[index].file_from_offset)
-    end = _walk(store, index, dispatch=None if store.read_only else store.do_dispatch, bulk=True)
-    _cut(store, end, max_phy_offset_of_consume_queue)
+        truncate_dirty_logic_files(dispatcher, files[index].file_from_offset)
+        if dispatcher.config.message_index_enable:
+            reindex_before(commit_log, dispatcher, files[index].file_from_offset)
+    end = _walk(commit_log, dispatcher, index, dispatch=None if dispatcher.read_only else dispatcher.dispatch,
+                bulk=True)
+    _cut(commit_log, dispatcher, end, max_phy_offset_of_consume_queue)
     return end
 
 
-def reindex_before(store, start: int) -> None:
+def reindex_before(commit_log, dispatcher: Dispatcher, start: int) -> None:
     """Index again the records between the last surviving index entry and ``start`` (the walk's start).
 
     After an abnormal stop, loading the index deleted every index file newer than the
@@ -312,12 +315,13 @@ def reindex_before(store, start: int) -> None:
     decided as before, so an invalid record in this stretch stops the re-indexing with a
     warning and cuts nothing.
     """
-    files = store.commit_log.mapped_file_queue.mapped_files
-    floor = max(store.index_service.indexed_up_to(), files[0].file_from_offset)
+    files = commit_log.mapped_file_queue.mapped_files
+    index_service = dispatcher.index_service
+    floor = max(index_service.indexed_up_to(), files[0].file_from_offset)
     if floor >= start:
         return
     log.info("the index ends at offset %d, the walk starts at %d: indexing the records in between", floor, start)
-    reached = _walk(store, _file_holding(files, floor), store.index_service.build_index, until=start)
+    reached = _walk(commit_log, dispatcher, _file_holding(files, floor), index_service.build_index, until=start)
     if reached < start:
         log.warning("re-indexing stopped at offset %d, before %d: records in between stay unfindable by key",
                     reached, start)
@@ -331,8 +335,8 @@ def _file_holding(files, offset: int) -> int:
     return index
 
 
-def is_mapped_file_matched_recover(store, mf) -> bool:
-    """Does the file's first record predate what the checkpoint proves flushed and dispatched?"""
+def is_mapped_file_matched_recover(config, checkpoint, mf) -> bool:
+    """Does the file's first record predate what ``checkpoint`` proves flushed and dispatched?"""
     buf = mf.mapped
     if mf.file_size < SYSFLAG_POSITION + 4:
         return False
@@ -344,61 +348,60 @@ def is_mapped_file_matched_recover(store, mf) -> bool:
     store_timestamp = _I64.unpack_from(buf, ts_pos)[0]
     if store_timestamp == 0:
         return False
-    cfg = store.config
-    cp = store.checkpoint
-    if cfg.message_index_enable and cfg.message_index_safe:
-        return store_timestamp <= cp.get_min_timestamp_index()
-    return store_timestamp <= cp.get_min_timestamp()
+    if config.message_index_enable and config.message_index_safe:
+        return store_timestamp <= checkpoint.get_min_timestamp_index()
+    return store_timestamp <= checkpoint.get_min_timestamp()
 
 
-def _no_commitlog(store) -> int:
-    if store.consume_queue_table:  # (a fresh store has neither)
+def _no_commitlog(commit_log, dispatcher: Dispatcher) -> int:
+    if dispatcher.consume_queue_table:  # (a fresh store has neither)
         log.warning("the commitlog files are deleted, and delete the consume queue files")
-    queue = store.commit_log.mapped_file_queue
+    queue = commit_log.mapped_file_queue
     queue.flushed_where = queue.committed_where = 0
-    destroy_logics(store)
+    destroy_logics(dispatcher)
     return 0
 
 
-def _cut(store, end: int, max_phy_offset_of_consume_queue: int) -> None:
-    queue = store.commit_log.mapped_file_queue
+def _cut(commit_log, dispatcher: Dispatcher, end: int, max_phy_offset_of_consume_queue: int) -> None:
+    queue = commit_log.mapped_file_queue
+    read_only = dispatcher.read_only
     queue.flushed_where = queue.committed_where = end
     queue.truncate_dirty_files(end)
     if max_phy_offset_of_consume_queue >= end:
         # equal is the common case (the last unit ends where the log ends) and cuts nothing
         # (read-only, nothing is cut: an inspection reports it in its own words, not as a warning)
-        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end and not store.read_only else logging.INFO,
+        log.log(logging.WARNING if max_phy_offset_of_consume_queue > end and not read_only else logging.INFO,
                 "maxPhyOffsetOfConsumeQueue(%d) >= processOffset(%d), truncate dirty logic files",
                 max_phy_offset_of_consume_queue, end)
-        truncate_dirty_logic_files(store, end)
-    if not store.read_only and store.config.message_index_enable:
-        store.index_service.delete_files_after(end, lambda offset: _store_timestamp_at(store, offset))
+        truncate_dirty_logic_files(dispatcher, end)
+    if not read_only and dispatcher.config.message_index_enable:
+        dispatcher.index_service.delete_files_after(end, lambda offset: _store_timestamp_at(commit_log, offset))
 
 
-def _store_timestamp_at(store, offset: int) -> int:
+def _store_timestamp_at(commit_log, offset: int) -> int:
     """The store time of the (valid) record at ``offset``, below the end of the log."""
-    files = store.commit_log.mapped_file_queue.mapped_files
+    files = commit_log.mapped_file_queue.mapped_files
     mf = files[_file_holding(files, offset)]
     return decode_record(mf.mapped, offset - mf.file_from_offset, limit=mf.file_size).store_timestamp
 
 
 # -- the consume queues ------------------------------------------------------------------
-def recover_consume_queues(store) -> int:
+def recover_consume_queues(dispatcher: Dispatcher) -> int:
     """Recover every consume queue; the largest end of a message any of them points at (-1: none)."""
     best = -1
-    for cq in list(store.consume_queue_table.values()):
+    for cq in list(dispatcher.consume_queue_table.values()):
         cq.recover()
         best = max(best, cq.max_physic_offset)
     return best
 
 
-def truncate_dirty_logic_files(store, phy_offset: int) -> None:
+def truncate_dirty_logic_files(dispatcher: Dispatcher, phy_offset: int) -> None:
     """Cut every consume queue's units at or past ``phy_offset``; zero the cut units on disk."""
-    for cq in list(store.consume_queue_table.values()):
+    for cq in list(dispatcher.consume_queue_table.values()):
         queue = cq.mapped_file_queue
         old_end = queue.get_max_offset() if queue.mapped_files else 0
         cq.truncate_dirty_logic_files(phy_offset)
-        if store.read_only or not queue.mapped_files:
+        if dispatcher.read_only or not queue.mapped_files:
             continue
         last = queue.mapped_files[-1]
         stale_to = min(old_end - last.file_from_offset, last.file_size)
@@ -408,10 +411,10 @@ def truncate_dirty_logic_files(store, phy_offset: int) -> None:
             log.info("zeroed %d bytes of cut units in %s", stale_to - last.wrote_position, last.file_name)
 
 
-def destroy_logics(store) -> None:
+def destroy_logics(dispatcher: Dispatcher) -> None:
     """Every consume queue is emptied: files deleted (read-only: only forgotten)."""
-    for cq in list(store.consume_queue_table.values()):
-        if store.read_only:
+    for cq in list(dispatcher.consume_queue_table.values()):
+        if dispatcher.read_only:
             cq.mapped_file_queue.shutdown()
             cq.mapped_file_queue.mapped_files = []
             cq.max_physic_offset = -1
@@ -420,12 +423,11 @@ def destroy_logics(store) -> None:
             cq.destroy()
 
 
-def recover_topic_queue_table(store) -> None:
+def recover_topic_queue_table(commit_log, dispatcher: Dispatcher) -> None:
     """Next queue offset of every queue from the consume queues; queue minimums from the log's start."""
-    commit_log = store.commit_log
     min_phy_offset = commit_log.get_min_offset()
     table = {}
-    for key, cq in list(store.consume_queue_table.items()):
+    for key, cq in list(dispatcher.consume_queue_table.items()):
         table[key] = cq.get_max_offset_in_queue()
         cq.correct_min_offset(min_phy_offset)
     with commit_log.put_message_lock:
@@ -434,16 +436,17 @@ def recover_topic_queue_table(store) -> None:
 
 
 # -- the whole of it -----------------------------------------------------------------------
-def recover(store, last_exit_ok: bool) -> int:
+def recover(commit_log, dispatcher: Dispatcher, last_exit_ok: bool) -> int:
     """Consume queues, then the commitlog (normal or abnormal), then the topic-queue table.
 
     Returns where the commitlog ends.  Expects the commitlog, the consume queues, the
-    checkpoint and the index to be loaded (``MessageStore.load`` does that).
+    checkpoint (``dispatcher.checkpoint``) and the index to be loaded (``MessageStore.load``
+    does that).  The dispatcher says whether the store is read-only and how it is configured.
     """
-    max_phy_offset_of_consume_queue = recover_consume_queues(store)
+    max_phy_offset_of_consume_queue = recover_consume_queues(dispatcher)
     if last_exit_ok:
-        end = recover_normally(store, max_phy_offset_of_consume_queue)
+        end = recover_normally(commit_log, dispatcher, max_phy_offset_of_consume_queue)
     else:
-        end = recover_abnormally(store, max_phy_offset_of_consume_queue)
-    recover_topic_queue_table(store)
+        end = recover_abnormally(commit_log, dispatcher, max_phy_offset_of_consume_queue)
+    recover_topic_queue_table(commit_log, dispatcher)
     return end

@@ -48,7 +48,7 @@ def _queue_dirs(root: str) -> list[str]:
     return [consume_queue_dir(root, topic, qid) for topic, qid in consume_queue_ids(root)]
 
 
-def remove_creation_leftovers(store) -> list[str]:
+def remove_creation_leftovers(root: str, read_only: bool) -> list[str]:
     """Delete ``<name>.<pid>.creating`` temp files of segment creations a kill interrupted.
 
     A segment is created under a temporary name and renamed once it has its size
@@ -56,10 +56,10 @@ def remove_creation_leftovers(store) -> list[str]:
     never a short segment.  Only the lock holder creates segments, so with the lock held
     (writable stores) every such file is a leftover.
     """
-    if store.read_only:
+    if read_only:
         return []
     doomed = []
-    for d in [commitlog_dir(store.root), *_queue_dirs(store.root)]:
+    for d in [commitlog_dir(root), *_queue_dirs(root)]:
         doomed += [stray.path for stray in list_store_files(d).check().strays
                    if _CREATING.fullmatch(stray.name) and os.path.isfile(stray.path)]
     for path in doomed:
@@ -68,13 +68,13 @@ def remove_creation_leftovers(store) -> list[str]:
     return doomed
 
 
-def remove_interrupted_allocations(store) -> list[str]:
+def remove_interrupted_allocations(root: str, config, read_only: bool) -> list[str]:
     """Delete empty files a kill left at the wrong size (writable stores, after an abnormal stop)."""
-    if store.read_only:
+    if read_only:
         return []
-    cfg = store.config
-    doomed = _trailing_empty_misfits(commitlog_dir(store.root), cfg.mapped_file_size_commit_log)
-    for qdir in _queue_dirs(store.root):
+    cfg = config
+    doomed = _trailing_empty_misfits(commitlog_dir(root), cfg.mapped_file_size_commit_log)
+    for qdir in _queue_dirs(root):
         doomed += _trailing_empty_misfits(qdir, cfg.mapped_file_size_consume_queue)
     # (index files: IndexService.load deletes an empty misfit on every writable load)
     for path in doomed:

@@ -27,10 +27,10 @@ PUT_OK overrides the flush status, as in RocketMQ.
 The clock and the store host are injectable, so a recorded workload replays exactly.
 
 The parts, along RocketMQ's lines: this module holds the store's lifecycle (``load`` with
-recovery, ``start`` wiring the services, ``shutdown``/``close``), dispatch to the consume
-queues and the index, and the read delegations to :mod:`rmqstore.reading`; the gates are
+recovery, ``start`` wiring the services, ``shutdown``/``close``) and the read delegations to :mod:`rmqstore.reading`; the gates are
 :mod:`rmqstore.store_checks`, the put path and its waits :mod:`rmqstore.store_put`, the lock
-:mod:`rmqstore.store_lock` -- mixins of :class:`MessageStore`, one job each.
+:mod:`rmqstore.store_lock` -- parts :class:`MessageStore` holds, one job each, each given its
+collaborators; the consume queues and the index are the :class:`~rmqstore.dispatch.Dispatcher`'s.
 
 One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
 RocketMQ does, which keeps other processes out) and registers its root in this process
@@ -40,28 +40,25 @@ the same process.  Either refusal happens before anything in the directory is to
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
-import threading
 import time
 from typing import Callable
 
 from .allocate import AllocateMappedFileService, TransientStorePool
 from .checkpoint import StoreCheckpoint
 from .commit_log import CommitLog, wall_clock_ms
-from .consume_queue import ConsumeQueue, consume_queue_ids
-from .dispatch import ReputMessageService, builds_consume_queue
+from .consume_queue import ConsumeQueue
+from .dispatch import Dispatcher, ReputMessageService
 from .index import IndexService
-from . import native, native_put, recovery
+from . import native, recovery
 from .config import BrokerRole, FlushDiskType, StoreConfig
 from .errors import StoreError, StoreStateError
-from .flush import (RETRY_TIMES_OVER, CommitRealTimeService, FlushRealTimeService, GroupCommitService,
-                    ServiceThread)
+from .flush import CommitRealTimeService, FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
 from .ha import HAService
-from .store_checks import TOPIC_PATTERN
+from .store_checks import TOPIC_PATTERN, PutChecks
 from .store_lock import StoreLock
-from .store_paths import abort_path, commitlog_dir, consume_queue_dir
+from .store_paths import abort_path, commitlog_dir
 from .store_put import PutPath, StoreStats
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
@@ -69,48 +66,14 @@ __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 log = logging.getLogger(__name__)
 
 
-class FlushConsumeQueueService(ServiceThread):
-    """Flushes consume queues every second; every minute a thorough pass also saves the checkpoint."""
+class MessageStore:
+    """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``).
 
-    name = "FlushConsumeQueueService"
-
-    def __init__(self, store: "MessageStore"):
-        super().__init__()
-        self.store = store
-        self.last_thorough = 0.0  # as RocketMQ: the first pass (about 1 s after start) is thorough
-
-    def _do_flush(self, retry_times: int) -> None:
-        cfg = self.store.config
-        least_pages = cfg.flush_consume_queue_least_pages
-        thorough = retry_times == RETRY_TIMES_OVER
-        now = time.monotonic()
-        if now >= self.last_thorough + cfg.flush_consume_queue_thorough_interval / 1000.0:
-            self.last_thorough = now
-            thorough = True
-        if thorough:
-            least_pages = 0
-        logics_ts = self.store.checkpoint.logics_msg_timestamp if self.store.checkpoint else 0
-        for cq in list(self.store.consume_queue_table.values()):
-            for _ in range(retry_times):
-                if self.guarded(cq.flush, least_pages) is not False:  # (None: failed, reported)
-                    break
-        if thorough and self.store.checkpoint is not None:
-            if logics_ts > 0:
-                self.store.checkpoint.logics_msg_timestamp = logics_ts
-            self.guarded(self.store.checkpoint.flush)
-
-    def io_error_hook(self):
-        return self.store.make_not_writeable
-
-    def run(self) -> None:
-        while not self.is_stopped():
-            self._stop_event.wait(self.store.config.flush_interval_consume_queue / 1000.0)
-            self._do_flush(1)
-        self._do_flush(RETRY_TIMES_OVER)
-
-
-class MessageStore(PutPath, StoreLock):
-    """A writable store rooted at ``root`` (``commitlog/``, ``checkpoint``, ``abort``, ``lock``)."""
+    A facade over its parts, each made here with its collaborators: the ``commit_log``, the
+    ``dispatcher`` (consume queues and index) and the ``reput_message_service`` feeding it,
+    the ``checks`` (the store's state and the message gates), the ``put_path`` (puts, waits,
+    statistics) and the ``lock``; ``start`` makes the services and hands them to the put path.
+    """
 
     def __init__(self, root, config: StoreConfig | None = None, *, clock=None, topic_queue_nums=None,
                  read_only: bool = False, **overrides):
@@ -123,7 +86,6 @@ class MessageStore(PutPath, StoreLock):
         self.config = config
         self.clock = clock or wall_clock_ms
         self.topic_queue_nums = dict(topic_queue_nums or {})
-        self._good_topics: dict[str, int] = {}  # topics already checked -> queue id limit
         self.transient_store_pool = None
         if config.is_transient_store_pool_enabled:
             self.transient_store_pool = TransientStorePool(config.transient_store_pool_size,
@@ -132,34 +94,85 @@ class MessageStore(PutPath, StoreLock):
         self.commit_log = CommitLog(commitlog_dir(self.root), config, clock=self.clock,
                                     allocate_service=None if read_only else self.allocate_service,
                                     transient_store_pool=self.transient_store_pool, read_only=read_only)
-        self.stats = StoreStats()
-        self.checkpoint: StoreCheckpoint | None = None
-        self.consume_queue_table: dict[tuple[str, int], ConsumeQueue] = {}
-        self._cq_lock = threading.Lock()
         self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
                                           clock=self.clock, read_only=read_only)
-        self.reput_message_service = ReputMessageService(self)
+        commit_log = self.commit_log
+        #: the consume queues and the index, fed with dispatched records (rmqstore.dispatch)
+        self.dispatcher = Dispatcher(self.root, config, self.index_service, read_only=read_only,
+                                     tracer_of=lambda: commit_log.tracer)
+        #: the store's state and the message checks (rmqstore.store_checks)
+        self.checks = PutChecks(config, commit_log, self.clock, self.topic_queue_nums, read_only)
+        self.reput_message_service = ReputMessageService(commit_log, self.dispatcher,
+                                                         on_stop=self.checks.make_not_writeable)
+        self.stats = StoreStats()
+        #: puts, replays and their async forms (rmqstore.store_put); its methods are the store's own
+        self.put_path = PutPath(config, commit_log, self.checks, self.stats, self.allocate_service)
+        self.put_message = self.put_path.put_message
+        self.put_messages = self.put_path.put_messages
+        self.replay_message = self.put_path.replay_message
+        self.async_put_message = self.put_path.async_put_message
+        self.async_put_messages = self.put_path.async_put_messages
         self.flush_consume_queue_service: FlushConsumeQueueService | None = None
         self.group_commit_service: GroupCommitService | None = None
         self.flush_service: FlushRealTimeService | None = None
         self.commit_service: CommitRealTimeService | None = None
         self.ha_service: HAService | None = None  # replication (rmqstore.ha), made by start()
-        self.writeable = True
-        self.not_writeable_reason = ""
-        self.commit_log.on_io_error = self.make_not_writeable
-        self.shutdown_flag = True
+        self.commit_log.on_io_error = self.checks.make_not_writeable
         self.closed = False  # set by close()/shutdown(): reads then raise instead of finding nothing
         self._started = False
         self._loaded = False
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
-        self._async_pool = None  # the async puts in flight (async_puts.AsyncPuts), made by the first one
-        self._async_pool_lock = threading.Lock()
-        self._putter = self._async_putter = None  # the compiled put and append, made by start() (native_put)
-        self._lock_fd: int | None = None  # <root>/lock, held from load() to shutdown()/close()
-        self._writer_keys: tuple = ()  # this root's entries in the in-process registry of writers
-        #: called from the reput thread after each consume-queue unit: (topic, queue id, new max offset);
-        #: a broker wakes its long-polling pulls with it (RocketMQ's MessageArrivingListener)
-        self.message_arriving_listener: Callable[[str, int, int], None] | None = None
+        self.lock = StoreLock(self.root)  # <root>/lock, held from load() to shutdown()/close()
+
+    # -- the checks' state, as the store's (rmqstore.store_checks.PutChecks) ---------------
+    @property
+    def shutdown_flag(self) -> bool:
+        """Set until the store starts, and again once it shuts down (puts are refused)."""
+        return self.checks.shutdown_flag
+
+    @property
+    def writeable(self) -> bool:
+        return self.checks.writeable
+
+    @writeable.setter
+    def writeable(self, value: bool) -> None:
+        self.checks.writeable = value
+
+    @property
+    def not_writeable_reason(self) -> str:
+        return self.checks.not_writeable_reason
+
+    @property
+    def tracer(self):
+        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
+        return self.commit_log.tracer
+
+    @tracer.setter
+    def tracer(self, value) -> None:
+        self.commit_log.tracer = value
+
+    # -- the dispatcher's parts, as the store's (rmqstore.dispatch.Dispatcher) ---------------
+    @property
+    def consume_queue_table(self) -> dict[tuple[str, int], ConsumeQueue]:
+        return self.dispatcher.consume_queue_table
+
+    @property
+    def checkpoint(self) -> StoreCheckpoint | None:
+        """The store's checkpoint (opened by ``load``; a read-only store's is a snapshot), or None."""
+        return self.dispatcher.checkpoint
+
+    @property
+    def message_arriving_listener(self) -> Callable[[str, int, int], None] | None:
+        """Called from the reput thread after a queue's new units: (topic, queue id, new max offset);
+        a broker wakes its long-polling pulls with it (RocketMQ's MessageArrivingListener)."""
+        return self.dispatcher.message_arriving_listener
+
+    @message_arriving_listener.setter
+    def message_arriving_listener(self, listener: Callable[[str, int, int], None] | None) -> None:
+        self.dispatcher.message_arriving_listener = listener
+
+    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
+        return self.dispatcher.find_consume_queue(topic, queue_id)
 
     # -- lifecycle -----------------------------------------------------------------
     @property
@@ -187,11 +200,11 @@ class MessageStore(PutPath, StoreLock):
             os.makedirs(self.root, exist_ok=True)
             # before anything is truncated or deleted: a store another writer holds (a live
             # broker, a second MessageStore in this process or another) is refused here, untouched
-            self._take_lock()
+            self.lock.take()
             try:
                 return self._load()
             except BaseException:
-                self._release_lock()
+                self.lock.release()
                 raise
         if not os.path.isdir(self.root):
             raise StoreError(f"{self.root}: no such store directory")
@@ -199,15 +212,15 @@ class MessageStore(PutPath, StoreLock):
 
     def _load(self) -> bool:
         self.last_exit_ok = not os.path.exists(self.abort_file)
-        recovery.remove_creation_leftovers(self)
+        recovery.remove_creation_leftovers(self.root, self.read_only)
         if not self.last_exit_ok:
-            recovery.remove_interrupted_allocations(self)
+            recovery.remove_interrupted_allocations(self.root, self.config, self.read_only)
         self.commit_log.load()
-        self._load_consume_queues()
-        self.checkpoint = recovery.open_checkpoint(self)
-        self.index_service.checkpoint = self.checkpoint
+        self.dispatcher.load_consume_queues()
+        checkpoint = self.dispatcher.checkpoint = recovery.open_checkpoint(self.root, self.read_only)
+        self.index_service.checkpoint = checkpoint
         self.index_service.load(self.last_exit_ok)
-        recovery.recover(self, self.last_exit_ok)
+        recovery.recover(self.commit_log, self.dispatcher, self.last_exit_ok)
         self._loaded = True
         return True
 
@@ -218,7 +231,7 @@ class MessageStore(PutPath, StoreLock):
             raise StoreStateError("store already started")
         if not self._loaded:
             self.load()  # recovery (rmqstore.recovery)
-        self._take_lock()
+        self.lock.take()
         if self.config.ha_enable or self.config.broker_role is BrokerRole.SLAVE:
             ha = HAService(self)
             ha.begin_accept()  # a port in use refuses the start before anything is written
@@ -228,7 +241,7 @@ class MessageStore(PutPath, StoreLock):
         # catch up before anything else runs, then take the queue offsets from the queues
         self.reput_message_service.reput_from_offset = self._dispatched_up_to()
         self.reput_message_service.do_reput()
-        recovery.recover_topic_queue_table(self)
+        recovery.recover_topic_queue_table(self.commit_log, self.dispatcher)
         if self.transient_store_pool is not None:
             self.transient_store_pool.init()
         self.allocate_service.start()
@@ -252,14 +265,14 @@ class MessageStore(PutPath, StoreLock):
                 self.commit_service = CommitRealTimeService(self.commit_log, cfg, self.flush_service)
                 self.commit_service.start()
         self.reput_message_service.start()
-        self.flush_consume_queue_service = FlushConsumeQueueService(self)
+        self.flush_consume_queue_service = FlushConsumeQueueService(cfg, self.dispatcher,
+                                                                    self.checks.make_not_writeable)
         self.flush_consume_queue_service.start()
-        self.shutdown_flag = False
+        self.checks.shutdown_flag = False
         if self.ha_service is not None:
             self.ha_service.start()
-        self._putter = native_put.make_putter(self)
-        self._async_putter = native_put.make_putter(self, appender=True)
-        self.stats.native = self._putter.counters if self._putter is not None else None
+        self.put_path.connect(group_commit_service=self.group_commit_service, flush_service=self.flush_service,
+                              commit_service=self.commit_service, ha_service=self.ha_service)
         self._started = True
 
     def close(self) -> None:
@@ -271,26 +284,19 @@ class MessageStore(PutPath, StoreLock):
         if not self.read_only and self._started:
             self.shutdown()
             return
-        for cq in self.consume_queue_table.values():
-            if not self.read_only:
-                cq.flush(0)
-            cq.shutdown()
-        self.index_service.shutdown()  # (flushes each writable index file)
+        self.dispatcher.shutdown(flush_index=False)
         if self.checkpoint is not None and not self.read_only:
             self.checkpoint.shutdown()
-        self.checkpoint = None
+        self.dispatcher.checkpoint = None
         self.commit_log.shutdown()
         self.closed = True
-        self._release_lock()
+        self.lock.release()
 
     def shutdown(self) -> None:
-        if self.shutdown_flag:
+        if self.checks.shutdown_flag:
             return
-        self.shutdown_flag = True
-        with self._async_pool_lock:
-            pool = self._async_pool
-        if pool is not None:
-            pool.shutdown(wait=True)
+        self.checks.shutdown_flag = True
+        self.put_path.close()
         if self.ha_service is not None:
             self.ha_service.shutdown()
         # commit first (it pokes flush), then flush, as RocketMQ stops them
@@ -310,11 +316,7 @@ class MessageStore(PutPath, StoreLock):
             pass
         if queue.store_timestamp:
             self.checkpoint.physic_msg_timestamp = queue.store_timestamp
-        for cq in list(self.consume_queue_table.values()):
-            cq.flush(0)
-            cq.shutdown()
-        self.index_service.flush()
-        self.index_service.shutdown()
+        self.dispatcher.shutdown(flush_index=True)
         self.checkpoint.shutdown()
         self.commit_log.shutdown()
         if self.transient_store_pool is not None:
@@ -322,7 +324,7 @@ class MessageStore(PutPath, StoreLock):
         if self.writeable and os.path.exists(self.abort_file):
             os.remove(self.abort_file)
         self.closed = True
-        self._release_lock()
+        self.lock.release()
 
     def __enter__(self):
         if not self._started:
@@ -333,18 +335,6 @@ class MessageStore(PutPath, StoreLock):
         self.shutdown()
 
     # -- dispatch ------------------------------------------------------------------
-    def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue:
-        key = (topic, queue_id)
-        cq = self.consume_queue_table.get(key)
-        if cq is None:
-            with self._cq_lock:
-                cq = self.consume_queue_table.get(key)
-                if cq is None:
-                    cq = ConsumeQueue(self.root, topic, queue_id, self.config.mapped_file_size_consume_queue,
-                                      read_only=self.read_only, native=self.config.native)
-                    self.consume_queue_table[key] = cq
-        return cq
-
     def destroy_topic_queues(self, topic: str) -> list[int]:
         """A deleted topic's consume queues go (RocketMQ's ``cleanUnusedTopic`` for one topic): each queue's
         files and folder are deleted and its next queue offset is forgotten, so the topic, created again,
@@ -355,60 +345,12 @@ class MessageStore(PutPath, StoreLock):
         go under the put lock, so a message put meanwhile starts its queue over at 0 -- and is dispatched to
         a new queue after this returns."""
         with self.reput_message_service.paused():
-            with self._cq_lock:
-                keys = sorted(key for key in self.consume_queue_table if key[0] == topic)
-                queues = [self.consume_queue_table.pop(key) for key in keys]
-            with self.commit_log.put_message_lock:
-                for key in [key for key in self.commit_log.topic_queue_table if key[0] == topic]:
-                    del self.commit_log.topic_queue_table[key]
-            for cq in queues:
-                cq.delete_files()
-            with contextlib.suppress(OSError):
-                os.rmdir(os.path.dirname(consume_queue_dir(self.root, topic, 0)))
-        return [queue_id for _, queue_id in keys]
-
-    def _load_consume_queues(self) -> None:
-        """Map every consume queue on disk (recovery recovers them: rmqstore.recovery)."""
-        for topic, qid in consume_queue_ids(self.root):
-            if (topic, qid) not in self.consume_queue_table:
-                self.find_consume_queue(topic, qid).load()
+            return self.dispatcher.destroy_topic_queues(topic, self.commit_log.forget_topic_queues)
 
     def _dispatched_up_to(self) -> int:
         """Where the reput service starts: the end of the furthest message any queue knows."""
-        best = max((cq.max_physic_offset for cq in self.consume_queue_table.values()), default=-1)
-        start = max(best, 0)
+        start = max(self.dispatcher.max_physic_offset(), 0)
         return max(start, self.commit_log.get_min_offset()) if self.commit_log.mapped_file_queue.mapped_files else start
-
-    def do_dispatch(self, req) -> None:
-        """Hand one record to the consume queue and the index (CommitLogDispatcher*)."""
-        tr = self.commit_log.tracer
-        if builds_consume_queue(req):
-            cq = self.find_consume_queue(req.topic, req.queue_id)
-            before = cq.get_max_offset_in_queue() if tr is not None else None
-            if cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
-                                            req.consume_queue_offset):
-                if self.checkpoint is not None:
-                    if self.config.broker_role is BrokerRole.SLAVE:  # appends carry no store time
-                        self.checkpoint.physic_msg_timestamp = req.store_timestamp
-                    self.checkpoint.logics_msg_timestamp = req.store_timestamp
-            else:
-                log.error("[BUG] consume queue %s-%d could not take offset %d", req.topic, req.queue_id,
-                          req.consume_queue_offset)
-            listener = self.message_arriving_listener
-            if listener is not None:
-                listener(req.topic, req.queue_id, req.consume_queue_offset + 1)
-            if tr is not None:
-                tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id,
-                         queue_offset=req.consume_queue_offset, unit=(req.commit_log_offset, req.msg_size,
-                                                                      req.tags_code),
-                         max_offset_before=before, max_offset_after=cq.get_max_offset_in_queue())
-        elif tr is not None:
-            tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id, skipped=True,
-                     reason="prepared/rolled-back transaction records get no consume-queue unit")
-        if self.config.message_index_enable:
-            self.index_service.build_index(req)
-            if tr is not None:
-                tr.event("dispatch.index", offset=req.commit_log_offset, uniq_key=req.uniq_key, keys=req.keys)
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
         """Block until the reput service has dispatched everything readable (tests, tools)."""
@@ -419,6 +361,22 @@ class MessageStore(PutPath, StoreLock):
             self.reput_message_service.wakeup()
             time.sleep(0.001)
         return True
+
+    # -- a slave's replication (rmqstore.ha) ----------------------------------------------
+    def update_ha_master_address(self, address: str | None) -> None:
+        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
+        if self.ha_service is None:
+            raise StoreStateError("no HA service: the store is not started, or not a slave")
+        self.ha_service.update_master_address(address)
+
+    def append_to_commit_log(self, start_offset: int, data) -> bool:
+        """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
+        if self.checks.shutdown_flag:
+            return False
+        ok = self.commit_log.append_data(start_offset, data)
+        if ok:
+            self.reput_message_service.wakeup()
+        return ok
 
     # -- inspection ----------------------------------------------------------------
     def get_max_phy_offset(self) -> int:

@@ -16,8 +16,8 @@ MESSAGE_ILLEGAL) whose message names what was wrong; nothing is written.
 
 The common case -- a plain :class:`~rmqstore.message.Message` to a topic already seen --
 is decided by one expression without building anything; every other message takes the
-full check, and a topic that passed it joins the fast path.  :class:`PutChecks` is a mixin
-of :class:`~rmqstore.store.MessageStore`; the attributes it reads are declared on it.
+full check, and a topic that passed it joins the fast path.  :class:`PutChecks` is a part the
+store holds (:class:`~rmqstore.store.MessageStore`), its collaborators given to it.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from typing import Callable
 from .commit_log import CommitLog
 from .config import BrokerRole, StoreConfig
 from .message import Message, MessageBatch
-from .record import field_problem
+from .layout import MAX_PROPERTIES_BYTES, MAX_QUEUE_ID, MAX_TOPIC_BYTES_V1, field_problem
 from .status import PutMessageResult, PutMessageStatus
 
 __all__ = ["PutChecks", "TOPIC_PATTERN", "MAX_TOPIC_LENGTH", "MAX_PROPERTIES_CHARS", "MAX_QUEUE_ID"]
@@ -37,9 +37,10 @@ __all__ = ["PutChecks", "TOPIC_PATTERN", "MAX_TOPIC_LENGTH", "MAX_PROPERTIES_CHA
 log = logging.getLogger("rmqstore.store")
 
 TOPIC_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-MAX_TOPIC_LENGTH = 127
-MAX_PROPERTIES_CHARS = 32767
-MAX_QUEUE_ID = 2**31 - 1
+#: RocketMQ's topic validator counts characters against the record's byte limit
+MAX_TOPIC_LENGTH = MAX_TOPIC_BYTES_V1
+#: ``checkMessage`` counts the properties string's characters against the record's byte limit
+MAX_PROPERTIES_CHARS = MAX_PROPERTIES_BYTES
 #: integer fields a producer gives, checked against their widths in the record
 _PRODUCER_INT_FIELDS = ("flag", "sys_flag", "born_timestamp", "reconsume_times", "prepared_transaction_offset")
 _BATCH_INT_FIELDS = ("sys_flag", "born_timestamp", "reconsume_times")
@@ -48,18 +49,27 @@ _REPLAY_FIELDS = ("store_timestamp", "queue_offset", "body_crc")
 
 
 class PutChecks:
-    """The store's state and the message checks, as methods of the store."""
+    """The store's state and the message checks: the first two gates of a put.
 
-    # what MessageStore.__init__ gives this part
-    config: StoreConfig
-    clock: Callable[[], int]
-    commit_log: CommitLog
-    read_only: bool
-    shutdown_flag: bool
-    writeable: bool
-    not_writeable_reason: str
-    topic_queue_nums: dict
-    _good_topics: dict[str, int]
+    Its collaborators are given: the store's ``config``, ``commit_log`` (whose put lock's
+    holding time says whether the page cache is busy), ``clock``, ``topic_queue_nums`` (queue
+    id limits per topic) and whether the store is ``read_only``.  It holds the state it checks:
+    ``shutdown_flag`` (set until the store starts and again once it shuts down), ``writeable``
+    and why not, and ``good_topics`` (topics a full check passed -> their queue id limit),
+    which the compiled put reads too (:mod:`rmqstore.native_put`).
+    """
+
+    def __init__(self, config: StoreConfig, commit_log: CommitLog, clock: Callable[[], int],
+                 topic_queue_nums: dict, read_only: bool):
+        self.config = config
+        self.commit_log = commit_log
+        self.clock = clock
+        self.topic_queue_nums = topic_queue_nums
+        self.read_only = read_only
+        self.shutdown_flag = True
+        self.writeable = True
+        self.not_writeable_reason = ""
+        self.good_topics: dict[str, int] = {}
 
     def is_os_page_cache_busy(self) -> bool:
         begin = self.commit_log.begin_time_in_lock
@@ -117,8 +127,8 @@ class PutChecks:
         Integer fields that the fast path does not look at are range-checked by the encoder
         (the same layout widths, :func:`rmqstore.record.field_problem`).
         """
-        if (type(msg) is Message and msg.topic in self._good_topics and type(msg.queue_id) is int
-                and 0 <= msg.queue_id < self._good_topics[msg.topic] and type(msg.properties) is str
+        if (type(msg) is Message and msg.topic in self.good_topics and type(msg.queue_id) is int
+                and 0 <= msg.queue_id < self.good_topics[msg.topic] and type(msg.properties) is str
                 and len(msg.properties) <= MAX_PROPERTIES_CHARS and type(msg.body) is bytes
                 and msg.store_timestamp is None and msg.queue_offset is None and msg.body_crc is None):
             return None  # the common case, decided without building messages
@@ -144,8 +154,8 @@ class PutChecks:
                        or (_replay_fields_problem(msg) if replay else _decided_fields_problem(msg)))
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
-        if len(self._good_topics) < 100_000:
-            self._good_topics[msg.topic] = self.topic_queue_nums.get(msg.topic, MAX_QUEUE_ID + 1)
+        if len(self.good_topics) < 100_000:
+            self.good_topics[msg.topic] = self.topic_queue_nums.get(msg.topic, MAX_QUEUE_ID + 1)
         return None
 
     def check_messages(self, batch) -> PutMessageResult | None:
@@ -173,8 +183,8 @@ class PutChecks:
                         break
         if problem:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=problem)
-        if len(self._good_topics) < 100_000:  # (the compiled batch put takes only checked topics)
-            self._good_topics[batch.topic] = self.topic_queue_nums.get(batch.topic, MAX_QUEUE_ID + 1)
+        if len(self.good_topics) < 100_000:  # (the compiled batch put takes only checked topics)
+            self.good_topics[batch.topic] = self.topic_queue_nums.get(batch.topic, MAX_QUEUE_ID + 1)
         return None
 
 

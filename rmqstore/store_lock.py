@@ -15,8 +15,8 @@ without taking it -- so that a reader can tell a running store (its abort file a
 made ahead are what a running store has) from one that crashed (the same files, nobody holding
 the lock).
 
-:class:`StoreLock` is a mixin of :class:`~rmqstore.store.MessageStore` (``load`` takes the
-lock, ``shutdown``/``close`` release it).
+:class:`StoreLock` is one store root's lock, which :class:`~rmqstore.store.MessageStore` holds
+(``load`` takes it, ``shutdown``/``close`` release it).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class _WritersRegistry:
         self._held: dict = {}  # key -> the MessageStore holding it
 
     def take(self, store: "StoreLock") -> tuple:
-        """Register ``store.root`` (which must exist) or raise :class:`StoreStateError`."""
+        """Register ``store.root`` (which must exist) for ``store`` or raise :class:`StoreStateError`."""
         st = os.stat(store.root)
         keys = (("path", os.path.realpath(store.root)), ("inode", st.st_dev, st.st_ino))
         with self._lock:
@@ -124,18 +124,22 @@ def process_command(pid: int, limit: int = 120) -> str | None:
 
 
 class StoreLock:
-    """Taking and releasing a writable store's lock, as methods of the store."""
+    """The lock of the writable store at ``root``: taken by :meth:`take`, let go by :meth:`release`."""
 
-    # what MessageStore.__init__ gives this part
-    root: str
-    _lock_fd: int | None
-    _writer_keys: tuple
+    def __init__(self, root: str):
+        self.root = root
+        self._fd: int | None = None  # <root>/lock, held from take() to release()
+        self._keys: tuple = ()  # this root's entries in the in-process registry of writers
 
-    def _take_lock(self) -> None:
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def take(self) -> None:
         """Lock ``<root>/lock`` like RocketMQ (a POSIX record lock, which Java's FileLock also uses)."""
         import fcntl
 
-        if self._lock_fd is not None:
+        if self._fd is not None:
             return
         keys = _WRITERS.take(self)  # this process first: the POSIX lock would not see a second writer here
         try:
@@ -150,12 +154,12 @@ class StoreLock:
         except BaseException:
             _WRITERS.release(self, keys)
             raise
-        self._lock_fd = fd
-        self._writer_keys = keys
+        self._fd = fd
+        self._keys = keys
 
-    def _release_lock(self) -> None:
-        fd, self._lock_fd = self._lock_fd, None
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # closing drops the POSIX lock
-            _WRITERS.release(self, self._writer_keys)
-            self._writer_keys = ()
+            _WRITERS.release(self, self._keys)
+            self._keys = ()

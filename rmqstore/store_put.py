@@ -24,8 +24,8 @@ flush and replica requests carry a callback that completes the put's future, so 
 Nor does the caller (a broker's event loop) wait for a commitlog file: a put that needs one
 the allocate service has not made yet goes on on the put lane, and the async puts after it
 follow it there until the lane is empty (:mod:`rmqstore.async_puts`).
-:class:`PutPath` is a mixin of :class:`~rmqstore.store.MessageStore`; the attributes it
-reads are declared on it.
+:class:`PutPath` is a part :class:`~rmqstore.store.MessageStore` holds, built from its
+commit log, checks and statistics; the services it waits on are handed to it at start.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ from typing import Any, Callable
 from concurrent.futures import Future
 from time import perf_counter as _perf
 
+from . import native_put
 from .allocate import AllocateMappedFileService
-from .config import BrokerRole, FlushDiskType
-from .dispatch import ReputMessageService
-from .errors import StoreStateError
+from .commit_log import CommitLog
+from .config import BrokerRole, FlushDiskType, StoreConfig
 from .flush import CommitRealTimeService, FlushRealTimeService, GroupCommitRequest, GroupCommitService
 from .ha import HAService
 from .message import Message, MessageBatch
@@ -96,6 +96,12 @@ class StoreStats:
             i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
             self.put_message_distribute_time[i] += 1
 
+    def record_put(self, item, result: PutMessageResult, elapsed_ms: float) -> None:
+        """Count one put of ``item`` (a message or a batch; anything else is topic "?"): every put the
+        Python side answers is counted here, the compiled put's own in its counters."""
+        self.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result, elapsed_ms,
+                    result.append_result.msg_num if result.status is _PUT_OK else 1)
+
     def snapshot(self) -> dict:
         native = self.native() if self.native is not None else None
         with self._lock:
@@ -125,22 +131,51 @@ class StoreStats:
         }
 
 
-class PutPath(PutChecks):
-    """Puts, replays, the async forms, and a slave's appends, as methods of the store."""
+class PutPath:
+    """Puts, replays and the async forms: checks -> append -> wait -> record.
 
-    # what MessageStore.__init__ (and start()) give this part
-    stats: StoreStats
-    group_commit_service: GroupCommitService | None
-    flush_service: FlushRealTimeService | None
-    commit_service: CommitRealTimeService | None
-    ha_service: HAService | None
-    reput_message_service: ReputMessageService
-    _async_pool: AsyncPuts | None  # (the name is the store's; it holds the async puts in flight)
-    #: the compiled put (rmqstore.native_put), set by start(); None: every put takes the pure path
-    _putter: Any
-    _async_putter: Any  # the compiled append of the async puts (rmqstore.native_put.make_putter)
-    _async_pool_lock: threading.Lock
-    allocate_service: AllocateMappedFileService
+    Built by the store from its parts: ``config``, the ``commit_log`` that appends,
+    the ``checks`` (:class:`~rmqstore.store_checks.PutChecks`, whose state says whether a
+    put may run), the ``stats`` every put is counted in, and the ``allocate_service`` an async
+    put must not wait for.  The services a put waits on -- the group commit or the flush (and
+    commit) service, HA -- exist once the store starts, which hands them over with
+    :meth:`connect`; the compiled puts are made then too.
+    """
+
+    def __init__(self, config: StoreConfig, commit_log: CommitLog, checks: PutChecks, stats: StoreStats,
+                 allocate_service: AllocateMappedFileService):
+        self.config = config
+        self.commit_log = commit_log
+        self.checks = checks
+        self.stats = stats
+        self.allocate_service = allocate_service
+        self.group_commit_service: GroupCommitService | None = None
+        self.flush_service: FlushRealTimeService | None = None
+        self.commit_service: CommitRealTimeService | None = None
+        self.ha_service: HAService | None = None
+        #: the compiled put (rmqstore.native_put), made by connect(); None: every put takes the pure path
+        self.putter: Any = None
+        self.async_putter: Any = None  # the compiled append of the async puts (rmqstore.native_put.make_putter)
+        self.async_puts: AsyncPuts | None = None  # the async puts in flight, made by the first one
+        self._async_lock = threading.Lock()
+
+    def connect(self, *, group_commit_service: GroupCommitService | None, flush_service: FlushRealTimeService | None,
+                commit_service: CommitRealTimeService | None, ha_service: HAService | None) -> None:
+        """The started store's services (the ones a put waits on), and the compiled puts made with them."""
+        self.group_commit_service = group_commit_service
+        self.flush_service = flush_service
+        self.commit_service = commit_service
+        self.ha_service = ha_service
+        self.putter = native_put.make_putter(self)
+        self.async_putter = native_put.make_putter(self, appender=True)
+        self.stats.native = self.putter.counters if self.putter is not None else None
+
+    def close(self) -> None:
+        """Wait until every async put in flight has its answer (the store is shut down already)."""
+        with self._async_lock:
+            puts = self.async_puts
+        if puts is not None:
+            puts.shutdown(wait=True)
 
     def put_message(self, msg: Message) -> PutMessageResult:
         """Put one message and wait for what the configuration promises (sync flush, slave).
@@ -148,21 +183,21 @@ class PutPath(PutChecks):
         The compiled put (:mod:`rmqstore.native_put`) takes the common case in one call; it
         answers None for anything else -- and always with a tracer set -- and the pure path runs.
         """
-        putter = self._putter
+        putter = self.putter
         if putter is not None:
             result = putter.put(msg)
             if result is not None:
                 return result
-        return self._put(msg, self.check_message, self.commit_log.put_message)
+        return self._put(msg, self.checks.check_message, self.commit_log.put_message)
 
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         """Put a batch (one topic and queue, consecutive queue offsets, never across files)."""
-        putter = self._putter
+        putter = self.putter
         if putter is not None:
             result = putter.put_batch(batch)
             if result is not None:
                 return result
-        return self._put(batch, self.check_messages, self.commit_log.put_messages)
+        return self._put(batch, self.checks.check_messages, self.commit_log.put_messages)
 
     def replay_message(self, msg: Message) -> PutMessageResult:
         """Write a recorded record again (``rmqstore load``): the one way to give what the store decides.
@@ -175,40 +210,29 @@ class PutPath(PutChecks):
         RocketMQ takes it from the wall clock, which may step back, and a copy keeps that.
         No delay-level rewrite: the record is stored as it was.
         """
-        return self._put(msg, self.check_replayed_message, self.commit_log.put_message)
-
-    @property
-    def tracer(self):
-        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
-        return self.commit_log.tracer
-
-    @tracer.setter
-    def tracer(self, value) -> None:
-        self.commit_log.tracer = value
+        return self._put(msg, self.checks.check_replayed_message, self.commit_log.put_message)
 
     def _put(self, item, check, append) -> PutMessageResult:
         begin = _perf()
         tr = self.commit_log.tracer
         if tr is None:
-            result = self.check_store_status() or check(item)
+            result = self.checks.check_store_status() or check(item)
         else:
             result = self._traced_checks(tr, item, check)
         if result is None:
             result = append(item)
             if result.status is _PUT_OK:
-                result = self._wait_flush_and_replica(result, item)
-        ok = result.status is _PUT_OK
+                result = self.wait_flush_and_replica(result, item)
         if tr is not None:
             tr.event("put.end", status=result.status.name, message=result.message,
                      elapsed_ms=(_perf() - begin) * 1000)
-        self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                          (_perf() - begin) * 1000, result.append_result.msg_num if ok else 1)
+        self.stats.record_put(item, result, (_perf() - begin) * 1000)
         return result
 
     def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
         tr.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
                  topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
-        result = self.check_store_status()
+        result = self.checks.check_store_status()
         tr.event("check.store_status", status=result.status.name if result else "OK",
                  message=result.message if result else "")
         if result is None:
@@ -220,13 +244,13 @@ class PutPath(PutChecks):
     def async_put_message(self, msg: Message) -> Future:
         """Like ``asyncPutMessage``: appended now, in the caller's thread; a future of the result,
         completed by the service that keeps the promise (the group commit, the slave's ack)."""
-        fast = self._async_putter
-        return self._submit_async(msg, self.check_message, self.commit_log.put_message,
+        fast = self.async_putter
+        return self._submit_async(msg, self.checks.check_message, self.commit_log.put_message,
                                   fast.put if fast is not None else None)
 
     def async_put_messages(self, batch: MessageBatch) -> Future:
-        fast = self._async_putter
-        return self._submit_async(batch, self.check_messages, self.commit_log.put_messages,
+        fast = self.async_putter
+        return self._submit_async(batch, self.checks.check_messages, self.commit_log.put_messages,
                                   fast.put_batch if fast is not None else None)
 
     def _submit_async(self, item, check, append, fast=None) -> Future:
@@ -236,12 +260,12 @@ class PutPath(PutChecks):
         # so the trace shows the same stages as a synchronous put.  A put that would wait for a
         # commitlog file here goes to the put lane instead, and so do the puts after it while the
         # lane holds any (they keep their order; the caller never waits for a file).
-        puts = self._async_pool
-        if puts is None and not self.shutdown_flag:
-            with self._async_pool_lock:  # shutdown() takes it too: nothing is made after it looked
-                if self._async_pool is None and not self.shutdown_flag:
-                    self._async_pool = AsyncPuts()
-                puts = self._async_pool
+        puts = self.async_puts
+        if puts is None and not self.checks.shutdown_flag:
+            with self._async_lock:  # close() takes it too: nothing is made after it looked
+                if self.async_puts is None and not self.checks.shutdown_flag:
+                    self.async_puts = AsyncPuts()
+                puts = self.async_puts
         if puts is None or not puts.begin():  # shut down: the put answers SERVICE_NOT_AVAILABLE
             return done_future(self._put(item, check, append))
         if self.commit_log.tracer is not None:
@@ -271,9 +295,7 @@ class PutPath(PutChecks):
                 wait = PutWait(self, puts, item, result, begin)
                 if wait.submit():
                     return wait.future
-            self.stats.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result,
-                              (_perf() - begin) * 1000,
-                              result.append_result.msg_num if result.status is _PUT_OK else 1)
+            self.stats.record_put(item, result, (_perf() - begin) * 1000)
         finally:
             if not handed and (wait is None or not wait.submitted):
                 puts.end()
@@ -283,12 +305,12 @@ class PutPath(PutChecks):
         # the compiled append (checks + append, nothing else) when it takes the item; else the pure one
         result = fast(item) if fast is not None else None
         if result is None:
-            result = self.check_store_status() or check(item)  # a refusal, or None: append
+            result = self.checks.check_store_status() or check(item)  # a refusal, or None: append
             if result is None:
                 result = append(item)
         return result
 
-    def _submit_flush(self, result: PutMessageResult, msg, tr, on_done=None) -> GroupCommitRequest | None:
+    def submit_flush(self, result: PutMessageResult, msg, tr, on_done=None) -> GroupCommitRequest | None:
         """RocketMQ's handleDiskFlush, up to the wait: a group-commit request, or None (a wake-up)."""
         cfg = self.config
         if cfg.flush_disk_type is FlushDiskType.SYNC_FLUSH:
@@ -315,19 +337,19 @@ class PutPath(PutChecks):
             self.flush_service.wakeup()
         return None
 
-    def _wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
+    def wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
         tr = self.commit_log.tracer
-        replica = self._submit_replica(result, msg)  # before the flush wait: the two overlap
-        req = self._submit_flush(result, msg, tr)
+        replica = self.submit_replica(result, msg)  # before the flush wait: the two overlap
+        req = self.submit_flush(result, msg, tr)
         status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
         if replica is not _PUT_OK or tr is not None:  # (nothing to wait for or to trace otherwise)
-            replica_status = self._replica_status(replica, tr)
+            replica_status = self.replica_status(replica, tr)
             if replica_status is not _PUT_OK:
                 status = replica_status  # replication overrides the flush status, as in RocketMQ
         return (result if status is _PUT_OK
                 else PutMessageResult(status, result.append_result, NOT_KEPT.get(status, "")))
 
-    def _submit_replica(self, result: PutMessageResult, msg, on_done=None):
+    def submit_replica(self, result: PutMessageResult, msg, on_done=None):
         """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
         if self.config.broker_role is not BrokerRole.SYNC_MASTER or not msg.wait_store_msg_ok:
             return _PUT_OK
@@ -338,7 +360,7 @@ class PutPath(PutChecks):
             return PutMessageStatus.SLAVE_NOT_AVAILABLE
         return ha.submit(end, self.config.sync_flush_timeout, on_done)
 
-    def _replica_status(self, replica, tr, begin: float | None = None) -> PutMessageStatus:
+    def replica_status(self, replica, tr, begin: float | None = None) -> PutMessageStatus:
         """Wait for the replica request (if one was made); trace the wait as its own stage.
 
         With ``begin`` (an async put's, answered already) the wait is counted from then."""
@@ -356,18 +378,3 @@ class PutPath(PutChecks):
                      next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
                      acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
         return status
-
-    def update_ha_master_address(self, address: str | None) -> None:
-        """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
-        if self.ha_service is None:
-            raise StoreStateError("no HA service: the store is not started, or not a slave")
-        self.ha_service.update_master_address(address)
-
-    def append_to_commit_log(self, start_offset: int, data) -> bool:
-        """A slave appends replicated bytes (``appendToCommitLog``); the reput service dispatches them."""
-        if self.shutdown_flag:
-            return False
-        ok = self.commit_log.append_data(start_offset, data)
-        if ok:
-            self.reput_message_service.wakeup()
-        return ok

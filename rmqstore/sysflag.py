@@ -1,11 +1,22 @@
-"""sysFlag bits of a message (RocketMQ's ``MessageSysFlag``) and helpers to read them."""
+"""sysFlag bits of a message (RocketMQ's ``MessageSysFlag``) and helpers to read them.
+
+Two rules of the transaction type are decided here and nowhere else (the C modules spell them
+once too, in ``_native/record.h``, and export their constants: ``tests/unit/test_native_constants.py``):
+
+* :func:`gets_queue_unit` -- a record that is not a transaction, or its commit, gets a
+  consume-queue unit (and a queue offset, and a delay-level rewrite); a prepared or
+  rolled-back one does not (RocketMQ's ``CommitLogDispatcherBuildConsumeQueue``);
+* :func:`gets_index_entries` -- every record but a rolled-back one gets index entries
+  (``CommitLogDispatcherBuildIndex``).
+"""
 
 __all__ = [
     "COMPRESSED_FLAG", "MULTI_TAGS_FLAG", "TRANSACTION_NOT_TYPE", "TRANSACTION_PREPARED_TYPE",
     "TRANSACTION_COMMIT_TYPE", "TRANSACTION_ROLLBACK_TYPE", "TRANSACTION_MASK",
     "BORNHOST_V6_FLAG", "STOREHOSTADDRESS_V6_FLAG", "NEED_UNWRAP_FLAG", "INNER_BATCH_FLAG",
     "COMPRESSION_TYPE_MASK", "COMPRESSION_LZ4_TYPE", "COMPRESSION_ZSTD_TYPE", "COMPRESSION_ZLIB_TYPE",
-    "transaction_value", "reset_transaction_value", "is_transaction_half", "describe",
+    "transaction_value", "reset_transaction_value", "describe",
+    "QUEUE_UNIT_TYPES", "INDEX_ENTRY_TYPES", "gets_queue_unit", "gets_index_entries",
 ]
 
 COMPRESSED_FLAG = 0x1
@@ -24,6 +35,11 @@ COMPRESSION_LZ4_TYPE = 0x100
 COMPRESSION_ZSTD_TYPE = 0x200
 COMPRESSION_ZLIB_TYPE = 0x300
 
+#: the transaction types whose records get a consume-queue unit (see :func:`gets_queue_unit`)
+QUEUE_UNIT_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+#: the transaction types whose records get index entries (see :func:`gets_index_entries`)
+INDEX_ENTRY_TYPES = (TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_COMMIT_TYPE)
+
 _TXN_NAMES = {0x0: "NOT", 0x4: "PREPARED", 0x8: "COMMIT", 0xC: "ROLLBACK"}
 _COMPRESSION_NAMES = {0x0: "ZLIB", 0x100: "LZ4", 0x200: "ZSTD", 0x300: "ZLIB"}
 
@@ -33,10 +49,15 @@ def transaction_value(sys_flag: int) -> int:
     return sys_flag & TRANSACTION_MASK
 
 
-def is_transaction_half(sys_flag: int) -> bool:
-    """True for a prepared or rolled-back transaction message: a record RocketMQ writes to the
-    commitlog but gives no consume-queue unit (its queue offset does not advance)."""
-    return sys_flag & TRANSACTION_MASK in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+def gets_queue_unit(sys_flag: int) -> bool:
+    """Does a record of this sysFlag get a consume-queue unit?  Not a transaction, or its commit:
+    yes; prepared or rolled back: no (and no queue offset of its own, and no delay rewrite)."""
+    return sys_flag & TRANSACTION_MASK in QUEUE_UNIT_TYPES
+
+
+def gets_index_entries(sys_flag: int) -> bool:
+    """Does a record of this sysFlag get index entries?  Every one but a rolled-back transaction's."""
+    return sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE
 
 
 def reset_transaction_value(sys_flag: int, txn_type: int) -> int:

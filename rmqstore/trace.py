@@ -5,7 +5,7 @@ A tracer is anything with an ``event(stage, **fields)`` method.  Where it is rea
 * the store: ``store.tracer`` is a property over ``store.commit_log.tracer`` -- the one
   attribute every store service reads.  The commitlog's put path, the flush and commit
   services (through ``commit_log.tracer``), the put's flush/replica wait, the reput
-  thread's dispatch (``store.do_dispatch`` reads ``commit_log.tracer``) and the HA group
+  thread's dispatch (``Dispatcher.dispatch`` reads ``commit_log.tracer``) and the HA group
   transfer service (through a ``lambda: store.tracer``) all look there.  The allocate
   service holds no tracer: a new
   file shows up as ``mapped_file.allocated`` from the put thread that received it, and the

@@ -200,8 +200,7 @@ def step(buf, pos: int, base: int = 0, limit: int | None = None, *, crc: bool = 
     if v2:
         topic_len = _I16.unpack_from(buf, topic_at)[0]
     else:
-        topic_len = buf[topic_at]
-        topic_len = topic_len - 256 if topic_len > 127 else topic_len
+        topic_len = (buf[topic_at] ^ 0x80) - 0x80  # a signed byte
     props_at = topic_at + tl_size + topic_len
     if topic_len < 0 or props_at + 2 > rec_end:
         return _corrupt(f"topic length {topic_len} overruns the record")

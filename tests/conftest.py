@@ -2,11 +2,15 @@
 
 ``manifest(name)`` and ``commitlog_records(name)`` are cached; treat what they return
 as read-only.  Test modules import them with ``from conftest import ...`` (pytest puts
-this directory on ``sys.path``).
+this directory on ``sys.path``).  The helpers every kind of test needs live here once,
+each with one contract: ``wait_until`` (poll, return the answer, or fail naming what was
+awaited), ``run_cli`` (the CLI in-process), ``copy_store``, ``snapshot`` (every path's kind,
+size, mtime and digest: "nothing written" checks) and ``files_under``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -14,6 +18,7 @@ import subprocess
 import sys
 import shutil
 import tempfile
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -112,13 +117,76 @@ def commitlog_records(name: str, store: str = "store") -> tuple:
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run_cli(argv, stdin: bytes = b""):
-    """Run ``rmqstore`` in-process: ``(exit code, stdout text, stderr text)``."""
+class Tty(io.StringIO):
+    """A text stream that says it is a terminal (rich renders tables and progress bars to it)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def run_cli(argv, stdin: bytes = b"", tty: bool = False):
+    """Run ``rmqstore`` in-process: ``(exit code, stdout text, stderr text)``; ``tty``: its output
+    streams say they are a terminal."""
     from rmqstore import cli
 
-    out, err = io.StringIO(), io.StringIO()
+    out, err = (Tty(), Tty()) if tty else (io.StringIO(), io.StringIO())
     code = cli.main([str(a) for a in argv], stdin=io.BytesIO(stdin), stdout=out, stderr=err)
     return code, out.getvalue(), err.getvalue()
+
+
+def wait_until(predicate, timeout: float = 10.0, what="condition", interval: float = 0.005):
+    """Poll ``predicate`` until it answers something true, and return that; after ``timeout`` seconds
+    (generous: behaviour, not the machine's speed) fail with AssertionError naming ``what`` (a string,
+    or a function called then: the state worth seeing) and the last answer."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            described = what() if callable(what) else what
+            raise AssertionError(f"timed out after {timeout} s waiting for {described}; last value {value!r}")
+        time.sleep(interval)
+
+
+def copy_store(src, tmp, *, drop_index: bool = False) -> Path:
+    """A copy of a store -- ``src`` a fixture's name (its ``store``: a name, no separator) or a store
+    directory -- at ``<tmp>/store``; ``drop_index``: without its index files."""
+    root = Path(tmp) / "store"
+    named = isinstance(src, str) and os.sep not in src
+    shutil.copytree(FIXTURES / src / "store" if named else src, root)
+    if drop_index and (root / "index").exists():
+        shutil.rmtree(root / "index")
+    return root
+
+
+def snapshot(root) -> dict:
+    """Every path under ``root`` -> (kind, size, mtime_ns, sha256); directories too (with their mtime).
+
+    A symlink is recorded as its target (never followed); a file larger than 64 MiB (a sparse
+    file a fuzz test planted) by size, mtime and allocated blocks instead of its digest.
+    """
+    root = Path(root)
+    out = {".": ("dir", None, root.stat().st_mtime_ns, None)}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            p = Path(dirpath) / d
+            out[str(p.relative_to(root))] = ("dir", None, p.lstat().st_mtime_ns, None)
+        for f in filenames:
+            p = Path(dirpath) / f
+            st = p.lstat()
+            if p.is_symlink():
+                out[str(p.relative_to(root))] = ("link", None, st.st_mtime_ns, os.readlink(p))
+                continue
+            digest = hashlib.sha256(p.read_bytes()).hexdigest() if st.st_size <= 64 << 20 else st.st_blocks
+            out[str(p.relative_to(root))] = ("file", st.st_size, st.st_mtime_ns, digest)
+    return out
+
+
+def files_under(root) -> list[str]:
+    """The files under ``root``, as sorted relative POSIX paths."""
+    root = Path(root)
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
 def pipe_dump_load(fixture: str, target: Path, timeout: float = 120) -> None:

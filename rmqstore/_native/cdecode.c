@@ -616,14 +616,7 @@ static int cdecode_exec(PyObject *m)
     Py_DECREF(array_mod);
     if (array_type == NULL)
         return -1;
-    PyObject *magics = Py_BuildValue("{s:i,s:i,s:i,s:i}", "MESSAGE_MAGIC_CODE", (int)RMQ_MESSAGE_MAGIC_CODE,
-                                     "MESSAGE_MAGIC_CODE_V2", (int)RMQ_MESSAGE_MAGIC_CODE_V2, "BLANK_MAGIC_CODE",
-                                     (int)RMQ_BLANK_MAGIC_CODE, "MIN_RECORD_SIZE", RMQ_MIN_RECORD_SIZE);
-    if (magics == NULL || PyModule_AddObject(m, "CONSTANTS", magics) < 0) {
-        Py_XDECREF(magics);
-        return -1;
-    }
-    return 0;
+    return rmq_add_constants(m, "MIN_RECORD_SIZE", (long)RMQ_MIN_RECORD_SIZE, (const char *)NULL);
 }
 
 static PyModuleDef_Slot cdecode_slots[] = {

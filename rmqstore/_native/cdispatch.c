@@ -40,10 +40,6 @@
 #include "step.h"
 #include "utf8.h"
 
-#define RMQ_TX_MASK 0xC
-#define RMQ_TX_NOT 0x0
-#define RMQ_TX_COMMIT 0x8
-#define RMQ_TX_ROLLBACK 0xC
 #define RMQ_CQ_UNIT 20
 #define RMQ_INDEX_HEADER 40
 #define RMQ_INDEX_SLOT 4
@@ -446,8 +442,7 @@ static void parse_run(BatchObject *b, parse_args *a, Py_ssize_t pos)
         }
         b->key_n[n] = (int32_t)((b->keys.len - keys_before) / sizeof(int32_t));
 
-        int tx = sys_flag & RMQ_TX_MASK;
-        if (tx == RMQ_TX_NOT || tx == RMQ_TX_COMMIT) {
+        if (rmq_gets_queue_unit(sys_flag)) {
             int32_t qid = rmq_get_i32(r + RMQ_POS_QUEUEID);
             group_t *g = find_group(b, topic, topic_len, last_topic_fnv, qid);
             if (g == NULL || rbuf_grow(&g->units, RMQ_CQ_UNIT) < 0 || rbuf_grow(&g->recidx, sizeof(int32_t)) < 0)
@@ -602,8 +597,7 @@ static PyObject *batch_cq_timestamp(BatchObject *b, PyObject *arg)
     if (check_n(b, n) < 0)
         return NULL;
     for (Py_ssize_t i = n - 1; i >= 0; i--) {
-        int tx = b->sys_flag[i] & RMQ_TX_MASK;
-        if (tx == RMQ_TX_NOT || tx == RMQ_TX_COMMIT)
+        if (rmq_gets_queue_unit(b->sys_flag[i]))
             return PyLong_FromLongLong(b->ts[i]);
     }
     Py_RETURN_NONE;
@@ -639,7 +633,7 @@ static Py_ssize_t write_index_run(BatchObject *b, Py_ssize_t n, unsigned char *b
             break; /* full: the pure path creates the next file for this record */
         if (b->phy[i] < h->end_phy)
             continue;
-        if ((b->sys_flag[i] & RMQ_TX_MASK) == RMQ_TX_ROLLBACK)
+        if (!rmq_gets_index_entries(b->sys_flag[i]))
             continue;
         int32_t nk = b->key_n[i];
         if (nk == 0)
@@ -837,7 +831,16 @@ static int cdispatch_exec(PyObject *m)
     if (PyModule_AddIntConstant(m, "END", STOP_END) < 0 || PyModule_AddIntConstant(m, "DEFER", STOP_DEFER) < 0 ||
         PyModule_AddIntConstant(m, "MORE", STOP_MORE) < 0)
         return -1;
-    return 0;
+    if (rmq_add_constants(m, "CONSUME_QUEUE_UNIT_SIZE", (long)RMQ_CQ_UNIT, "INDEX_HEADER_SIZE", (long)RMQ_INDEX_HEADER,
+                          "INDEX_SLOT_SIZE", (long)RMQ_INDEX_SLOT, "INDEX_ENTRY_SIZE", (long)RMQ_INDEX_ENTRY,
+                          (const char *)NULL) < 0)
+        return -1;
+    PyObject *constants = PyObject_GetAttrString(m, "CONSTANTS");
+    PyObject *topic = PyUnicode_FromString(SCHEDULE_TOPIC);
+    int r = constants == NULL || topic == NULL ? -1 : PyDict_SetItemString(constants, "SCHEDULE_TOPIC", topic);
+    Py_XDECREF(constants);
+    Py_XDECREF(topic);
+    return r;
 }
 
 static PyModuleDef_Slot cdispatch_slots[] = {

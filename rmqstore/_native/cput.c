@@ -43,12 +43,6 @@
 #include "crc32.h"
 #include "record.h"
 
-#define TRAN_MASK 0xC
-#define TRAN_PREPARED 0x4
-#define TRAN_ROLLBACK 0xC
-#define MAX_PROPS 32767
-#define MAX_TOPIC_BYTES 127
-#define BLANK_MIN 8
 #define SMALL_BATCH 64
 
 /* -- slots of __slots__ classes, by offset ------------------------------------------------ */
@@ -602,7 +596,7 @@ static int advance(Target *t, long long new_pos, PyObject *ts)
 static PyObject *write_blank(Putter *self, Target *t, PyObject *ts)
 {
     long long max_blank = self->file_size - t->pos;
-    if (max_blank < BLANK_MIN) { /* a position no append leaves (every record leaves 8 bytes behind it) */
+    if (max_blank < RMQ_END_FILE_MIN_BLANK_LENGTH) { /* a position no append leaves (every record leaves 8 bytes behind it) */
         PyErr_Format(PyExc_ValueError, "no room for a blank record at position %lld of a %lld-byte file",
                      t->pos, self->file_size);
         return NULL;
@@ -634,7 +628,7 @@ typedef struct {
     PyObject *topic, *queue_id, *batch_props;
     const char *topic_p, *bprops_p;
     Py_ssize_t topic_len, bprops_len;
-    int tran;
+    int gets_unit; /* rmq_gets_queue_unit: a queue offset of its own */
     Rec *recs;
     Py_ssize_t n;
     long long length;
@@ -678,7 +672,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
             result = refusal;
             goto done;
         }
-        if (w->length + BLANK_MIN > self->file_size - t.pos) {
+        if (w->length + RMQ_END_FILE_MIN_BLANK_LENGTH > self->file_size - t.pos) {
             Py_XDECREF(blank);
             blank = write_blank(self, &t, ts);
             target_release(&t);
@@ -687,7 +681,7 @@ static PyObject *append_work(Putter *self, Work *w, PyObject *key)
             continue;
         }
         /* PUT_OK */
-        int advances = w->tran != TRAN_PREPARED && w->tran != TRAN_ROLLBACK;
+        int advances = w->gets_unit;
         long long qo = advances ? queue_offset_of(table, key, &err) : 0;
         if (err)
             goto done;
@@ -958,7 +952,7 @@ static PyObject *Putter_put(Putter *self, PyObject *msg)
     if (f[M_STORE_TS] != Py_None || f[M_QUEUE_OFFSET] != Py_None || f[M_BODY_CRC] != Py_None)
         return Py_NewRef(Py_None);
     if (!PyBytes_CheckExact(f[M_BODY]) || !PyUnicode_CheckExact(f[M_PROPS]) ||
-        PyUnicode_GET_LENGTH(f[M_PROPS]) > MAX_PROPS)
+        PyUnicode_GET_LENGTH(f[M_PROPS]) > RMQ_MAX_PROPERTIES_BYTES)
         return Py_NewRef(Py_None);
     CHECK(store_open(self));
     CHECK(queue_limit(self, f[M_TOPIC], f[M_QUEUE_ID]));
@@ -970,16 +964,17 @@ static PyObject *Putter_put(Putter *self, PyObject *msg)
     CHECK(int_in(f[M_PREPARED], LLONG_MIN, LLONG_MAX, &v));
     w.h.prepared = v;
     CHECK(read_head(self, &w.h, f[M_SYS_FLAG], f[M_BORN_TS], f[M_RECONSUME], f[M_BORN_HOST], f[M_STORE_HOST]));
-    w.tran = w.h.sys_flag & TRAN_MASK;
+    w.gets_unit = rmq_gets_queue_unit(w.h.sys_flag);
     CHECK(utf8_of(f[M_TOPIC], &w.topic_p, &w.topic_len));
     CHECK(utf8_of(f[M_PROPS], &rec.props_p, &rec.props_len));
-    if (w.topic_len > MAX_TOPIC_BYTES || rec.props_len > MAX_PROPS || has_delay(rec.props_p, rec.props_len))
+    if (w.topic_len > RMQ_MAX_TOPIC_BYTES_V1 || rec.props_len > RMQ_MAX_PROPERTIES_BYTES ||
+        has_delay(rec.props_p, rec.props_len))
         PURE(); /* the delay rewrite, or a refusal the pure path words */
     rec.body_len = PyBytes_GET_SIZE(f[M_BODY]);
     if (rec.body_len > self->max_message_size)
         PURE();
     rec.length = head_size(&w.h) + rec.body_len + 1 + w.topic_len + 2 + rec.props_len;
-    if (rec.length > self->max_record_size || rec.length + BLANK_MIN > self->file_size)
+    if (rec.length > self->max_record_size || rec.length + RMQ_END_FILE_MIN_BLANK_LENGTH > self->file_size)
         PURE();
     rec.crc = rmq_crc32(0, (const unsigned char *)PyBytes_AS_STRING(f[M_BODY]), (size_t)rec.body_len) & 0x7FFFFFFF;
     /* held: next_file_for_put may let other threads run */
@@ -1030,13 +1025,13 @@ static PyObject *Putter_put_batch(Putter *self, PyObject *batch)
     CHECK(int_in(f[B_QUEUE_ID], 0, INT32_MAX, &v));
     w.h.queue_id = (int32_t)v;
     CHECK(read_head(self, &w.h, f[B_SYS_FLAG], f[B_BORN_TS], f[B_RECONSUME], f[B_BORN_HOST], f[B_STORE_HOST]));
-    w.tran = w.h.sys_flag & TRAN_MASK;
-    if (w.tran != 0)
+    w.gets_unit = 1;
+    if (rmq_transaction_value(w.h.sys_flag) != RMQ_TX_NOT)
         PURE(); /* a batch with a transaction type is refused by the pure path */
     w.h.prepared = 0;
     CHECK(utf8_of(f[B_TOPIC], &w.topic_p, &w.topic_len));
     CHECK(utf8_of(f[B_PROPS], &w.bprops_p, &w.bprops_len));
-    if (w.topic_len > MAX_TOPIC_BYTES || has_delay(w.bprops_p, w.bprops_len))
+    if (w.topic_len > RMQ_MAX_TOPIC_BYTES_V1 || has_delay(w.bprops_p, w.bprops_len))
         PURE();
     w.n = PyList_GET_SIZE(items);
     w.recs = w.n <= SMALL_BATCH ? small : PyMem_Malloc(sizeof(Rec) * (size_t)w.n);
@@ -1061,7 +1056,7 @@ static PyObject *Putter_put_batch(Putter *self, PyObject *batch)
         /* the item's properties, a separator unless they are empty or end in one, the batch's */
         rc->sep = w.bprops_len && rc->props_len && rc->props_p[rc->props_len - 1] != '\x02';
         Py_ssize_t all_props = rc->props_len + rc->sep + w.bprops_len;
-        if (all_props > MAX_PROPS || rc->body_len > self->max_message_size)
+        if (all_props > RMQ_MAX_PROPERTIES_BYTES || rc->body_len > self->max_message_size)
             PURE();
         total_body += rc->body_len;
         rc->length = fixed + rc->body_len + all_props;
@@ -1071,7 +1066,7 @@ static PyObject *Putter_put_batch(Putter *self, PyObject *batch)
         rc->props = Py_NewRef(props);
         held = i + 1;
     }
-    if (total_body > self->max_message_size || w.length + BLANK_MIN > self->file_size)
+    if (total_body > self->max_message_size || w.length + RMQ_END_FILE_MIN_BLANK_LENGTH > self->file_size)
         PURE();
     w.topic = Py_NewRef(f[B_TOPIC]);
     w.queue_id = Py_NewRef(f[B_QUEUE_ID]);
@@ -1193,7 +1188,7 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_TypeError, "types must be classes");
             return -1;
         }
-    if (self->file_size <= BLANK_MIN || self->file_size > INT32_MAX) {
+    if (self->file_size <= RMQ_END_FILE_MIN_BLANK_LENGTH || self->file_size > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "file_size must be in 9..2**31-1");
         return -1;
     }
@@ -1313,7 +1308,7 @@ static int cput_exec(PyObject *m)
         Py_XDECREF(layout);
         return -1;
     }
-    return 0;
+    return rmq_add_constants(m, (const char *)NULL);
 }
 
 static PyModuleDef_Slot cput_slots[] = {

@@ -213,6 +213,8 @@ static int cwalk_exec(PyObject *m)
     }
     if (PyModule_AddStringConstant(m, "CRC_KERNEL", rmq_crc_use_clmul ? "pclmulqdq" : "slice-by-8") < 0)
         return -1;
+    if (rmq_add_constants(m, "MIN_RECORD_SIZE", (long)RMQ_MIN_RECORD_SIZE, (const char *)NULL) < 0)
+        return -1;
     return 0;
 }
 

@@ -1,13 +1,15 @@
-/* The commitlog record's layout, as the C fast path uses it.
+/* The commitlog record's layout, limits and sysFlag rules, as the C fast path uses them.
  *
- * The numbers here are the layout table's (rmqstore/layout.py, MESSAGE_FIELDS): the
- * extension modules check them against the table at import (rmqstore.native calls
- * check_layout), so a change to the table that the C code does not follow fails loudly
- * instead of writing other bytes.
+ * The numbers here are Python's (rmqstore/layout.py's table and limits, rmqstore/sysflag.py's
+ * bits): every extension module exports them -- LAYOUT (positions) and CONSTANTS (the rest, from
+ * rmq_add_constants below) -- and tests/unit/test_native_constants.py checks each one against
+ * Python's, so a change on one side that the other does not follow fails the tests instead of
+ * writing other bytes.  The two transaction rules are written once here, as in rmqstore.sysflag.
  */
 #ifndef RMQ_RECORD_H
 #define RMQ_RECORD_H
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -16,6 +18,19 @@
 #define RMQ_BLANK_MAGIC_CODE ((int32_t)0xCBD43194)
 #define RMQ_BORNHOST_V6_FLAG (1 << 4)
 #define RMQ_STOREHOST_V6_FLAG (1 << 5)
+
+/* the transaction type bits of sysFlag (MessageSysFlag, rmqstore.sysflag) */
+#define RMQ_TX_MASK 0xC
+#define RMQ_TX_NOT 0x0
+#define RMQ_TX_PREPARED 0x4
+#define RMQ_TX_COMMIT 0x8
+#define RMQ_TX_ROLLBACK 0xC
+
+/* limits of the record (rmqstore.layout): the V1 topic length is a signed byte, the properties
+ * length a short; a record leaves room for an 8-byte blank header behind it */
+#define RMQ_MAX_TOPIC_BYTES_V1 127
+#define RMQ_MAX_PROPERTIES_BYTES 32767
+#define RMQ_END_FILE_MIN_BLANK_LENGTH 8
 
 /* fixed positions (every record, IPv4 or IPv6) */
 #define RMQ_POS_TOTALSIZE 0
@@ -65,6 +80,24 @@ static inline void rmq_put_i64(unsigned char *p, int64_t v)
     }
 }
 
+static inline int rmq_transaction_value(int32_t sys_flag)
+{
+    return sys_flag & RMQ_TX_MASK;
+}
+
+/* rmqstore.sysflag.gets_queue_unit: not a transaction, or its commit */
+static inline int rmq_gets_queue_unit(int32_t sys_flag)
+{
+    int tx = rmq_transaction_value(sys_flag);
+    return tx == RMQ_TX_NOT || tx == RMQ_TX_COMMIT;
+}
+
+/* rmqstore.sysflag.gets_index_entries: all but a rollback */
+static inline int rmq_gets_index_entries(int32_t sys_flag)
+{
+    return rmq_transaction_value(sys_flag) != RMQ_TX_ROLLBACK;
+}
+
 /* where the fields after BORNHOST start: BORNHOST is 8 bytes (IPv4) or 20 (IPv6), STOREHOST likewise */
 static inline int rmq_born_size(int sys_flag)
 {
@@ -87,5 +120,43 @@ static inline int rmq_pos_body_length(int sys_flag)
 {
     return rmq_pos_store_timestamp(sys_flag) + 8 + rmq_store_size(sys_flag) + 4 + 8;
 }
+
+#ifdef Py_PYTHON_H
+/* Add the record constants every module shares, and the module's own (name/value pairs ending in
+ * NULL), to the module as CONSTANTS: tests/unit/test_native_constants.py checks each against Python's. */
+static int rmq_add_constants(PyObject *m, ...)
+{
+    PyObject *d = Py_BuildValue(
+        "{s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+        "MESSAGE_MAGIC_CODE", (int)RMQ_MESSAGE_MAGIC_CODE, "MESSAGE_MAGIC_CODE_V2", (int)RMQ_MESSAGE_MAGIC_CODE_V2,
+        "BLANK_MAGIC_CODE", (int)RMQ_BLANK_MAGIC_CODE, "BORNHOST_V6_FLAG", RMQ_BORNHOST_V6_FLAG,
+        "STOREHOSTADDRESS_V6_FLAG", RMQ_STOREHOST_V6_FLAG, "TRANSACTION_MASK", RMQ_TX_MASK,
+        "TRANSACTION_NOT_TYPE", RMQ_TX_NOT, "TRANSACTION_PREPARED_TYPE", RMQ_TX_PREPARED,
+        "TRANSACTION_COMMIT_TYPE", RMQ_TX_COMMIT, "TRANSACTION_ROLLBACK_TYPE", RMQ_TX_ROLLBACK,
+        "MAX_TOPIC_BYTES_V1", RMQ_MAX_TOPIC_BYTES_V1, "MAX_PROPERTIES_BYTES", RMQ_MAX_PROPERTIES_BYTES,
+        "END_FILE_MIN_BLANK_LENGTH", RMQ_END_FILE_MIN_BLANK_LENGTH);
+    if (d == NULL)
+        return -1;
+    va_list ap;
+    va_start(ap, m);
+    const char *name;
+    while ((name = va_arg(ap, const char *)) != NULL) {
+        PyObject *v = PyLong_FromLong(va_arg(ap, long));
+        if (v == NULL || PyDict_SetItemString(d, name, v) < 0) {
+            Py_XDECREF(v);
+            va_end(ap);
+            Py_DECREF(d);
+            return -1;
+        }
+        Py_DECREF(v);
+    }
+    va_end(ap);
+    if (PyModule_AddObject(m, "CONSTANTS", d) < 0) {
+        Py_DECREF(d);
+        return -1;
+    }
+    return 0;
+}
+#endif
 
 #endif

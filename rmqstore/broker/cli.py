@@ -62,7 +62,7 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--acl", metavar="FILE", help="check every request against this plain_acl.yml (RocketMQ's plain "
                                                   "ACL; turns aclEnable on). Default with aclEnable=true in "
                                                   "--config: plain_acl.yml beside the broker.conf")
-    p.set_defaults(_run=lambda args, io: run_broker(args, io.stdout, io.stderr))
+    p.set_defaults(run_command=lambda args, io: run_broker(args, io.stdout, io.stderr))
     text = "run a standalone RocketMQ name server that brokers register with (REGISTER_BROKER every 30 s)"
     n = subparsers.add_parser("namesrv", help=text, description=text)
     n.add_argument("--listen", type=parse_host_port, metavar="HOST:PORT",
@@ -70,7 +70,7 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
     n.add_argument("--config", metavar="namesrv.conf", help="RocketMQ's namesrv.conf (NamesrvConfig keys: kvConfigPath, "
                                                             "orderMessageEnable, ...; mqnamesrv -c). Default "
                                                             "kvConfigPath: ~/namesrv/kvConfig.json")
-    n.set_defaults(_run=lambda args, io: run_namesrv(args, io.stdout))
+    n.set_defaults(run_command=lambda args, io: run_namesrv(args, io.stdout))
     return p
 
 

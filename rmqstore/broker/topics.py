@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from .jsonfmt import ConfigTable
+from ..layout import MAX_TOPIC_BYTES_V1
 from ..remoting.throttle import LogThrottle
 from ..store_paths import TOPICS_JSON, config_path
 
@@ -56,7 +57,7 @@ SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, BENCHMAR
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 
 _TOPIC_RE = re.compile(r"^[%|a-zA-Z0-9_-]+$")
-TOPIC_MAX_LENGTH = 127
+TOPIC_MAX_LENGTH = MAX_TOPIC_BYTES_V1  # TopicValidator.TOPIC_MAX_LENGTH: the record's limit
 
 
 def is_writeable(perm: int) -> bool:

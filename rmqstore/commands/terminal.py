@@ -278,16 +278,16 @@ def streams(stdin=None, stdout=None, stderr=None) -> Streams:
 
 
 def run_command_line(parser: argparse.ArgumentParser, argv, io: Streams) -> int:
-    """Parse ``argv`` with ``parser`` and run the command it picks (``args._run(args, io)``): every
+    """Parse ``argv`` with ``parser`` and run the command it picks (``args.run_command(args, io)``): every
     error becomes one line on stderr and an exit code (see :mod:`rmqstore.cli`)."""
     try:
         args, extra = parser.parse_known_args(argv)
         if extra:  # the command's own usage names the mistake, not the top-level one
-            getattr(args, "_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
+            getattr(args, "command_parser", parser).error(f"unrecognized arguments: {' '.join(extra)}")
     except SystemExit as exc:  # argparse already printed usage and the error
         return exc.code if isinstance(exc.code, int) else EXIT_ERROR
     try:
-        return args._run(args, io)
+        return args.run_command(args, io)
     except CliError as exc:
         io.stderr.write(f"{PROG}: error: {exc}\n")
     except BrokenPipeError:  # e.g. `rmqstore dump ... | head`

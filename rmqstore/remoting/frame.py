@@ -51,6 +51,8 @@ __all__ = [
 
 #: Netty's FRAME_MAX_LENGTH in RocketMQ: the length field plus what it counts
 MAX_FRAME_LENGTH = 16 * 1024 * 1024
+#: a header's language code -> its name (a code not listed reads as OTHER)
+_LANGUAGE_NAMES = {code.value: code.name for code in LanguageCode}
 
 FRAME_FIELDS: tuple[Field, ...] = (
     Field("length", "i32", "length", "Bytes after this field: 4 + header length + body length."),
@@ -186,8 +188,8 @@ def _decode_json(data: bytes) -> RemotingCommand:
         raise RemotingFrameError("the JSON header's 'extFields' is not an object")
     remark = head.get("remark")
     language = head.get("language", "JAVA")
-    if isinstance(language, int) and not isinstance(language, bool) and language in LanguageCode._value2member_map_:
-        language = LanguageCode(language).name
+    if isinstance(language, int) and not isinstance(language, bool) and language in _LANGUAGE_NAMES:
+        language = _LANGUAGE_NAMES[language]
     return RemotingCommand(
         code=_as_int("code", head["code"], 32),
         ext_fields={str(k): _ext_str(v) for k, v in ext.items() if v is not None},
@@ -228,7 +230,7 @@ def _decode_binary(data: bytes) -> RemotingCommand:
         remark = remark_bytes.decode("utf-8") if remark_bytes else None
     except UnicodeDecodeError as exc:
         raise RemotingFrameError(f"the binary header has text that is not UTF-8: {exc}") from None
-    language = LanguageCode(lang).name if lang in LanguageCode._value2member_map_ else "OTHER"
+    language = _LANGUAGE_NAMES.get(lang, "OTHER")
     return RemotingCommand(code, ext, b"", remark, opaque, flag, language, version, SerializeType.ROCKETMQ)
 
 

@@ -63,7 +63,7 @@ def add_spark_parser(subparsers) -> argparse.ArgumentParser:
         sp.add_argument("--split-size", type=int, metavar="BYTES",
                         help="bytes of a segment per Spark task (default: the source's)")
         _ARGUMENTS[name](sp)
-    p.set_defaults(_run=lambda args, io: run(args, io.stdout, io.stderr))
+    p.set_defaults(run_command=lambda args, io: run(args, io.stdout, io.stderr))
     return p
 
 
@@ -155,7 +155,7 @@ class _SparkProgress:
 
     def __enter__(self):
         self.bar.__enter__()
-        if self.bar._bar is not None:
+        if self.bar.shown:
             self.thread.start()
         return self
 

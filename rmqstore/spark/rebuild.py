@@ -51,14 +51,14 @@ from types import SimpleNamespace
 
 from ..config import StoreConfig
 from ..consume_queue import ConsumeQueue
-from ..dispatch import builds_consume_queue, dispatch_request
+from ..dispatch import dispatch_request
 from ..errors import StoreError
 from ..index import IndexFile, index_file_name
 from ..properties import KEY_SEPARATOR
 from ..scan import find_commitlog_dir, list_segments
 from ..store_dir import infer_config, resolve_store_root
 from ..store_paths import CONSUME_QUEUE_DIR, INDEX_DIR, consume_queue_root, index_dir as index_dir_of
-from ..sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE
+from ..sysflag import gets_index_entries, gets_queue_unit
 from ..walk import End, step
 from ._columns import arrow_schema
 
@@ -94,7 +94,7 @@ def index_keys(req) -> list[str]:
     """The index keys of one dispatch request, in the order ``IndexService#buildIndex`` adds them:
     ``topic#UNIQ_KEY``, then ``topic#k`` for each non-empty space-separated KEYS token; none for a
     rolled-back transaction record."""
-    if req.sys_flag & TRANSACTION_MASK == TRANSACTION_ROLLBACK_TYPE:
+    if not gets_index_entries(req.sys_flag):
         return []
     keys = [f"{req.topic}#{req.uniq_key}"] if req.uniq_key else []
     if req.keys:
@@ -118,7 +118,7 @@ def _dispatch_batches(delay_levels: dict[int, int]):
                                     ("size", req.msg_size), ("topic", req.topic), ("queue_id", req.queue_id),
                                     ("queue_offset", req.consume_queue_offset),
                                     ("store_timestamp", req.store_timestamp), ("tags_code", req.tags_code),
-                                    ("cq", builds_consume_queue(req)), ("keys", index_keys(req))):
+                                    ("cq", gets_queue_unit(req.sys_flag)), ("keys", index_keys(req))):
                     cols[name].append(value)
             yield pa.RecordBatch.from_pydict(cols, schema=schema)
     return run

@@ -77,7 +77,7 @@ from typing import Callable
 from .. import store_paths as sp
 from ..store_dir import grid_problem, parse_file_name, readable_store_files
 from ..store_sizes import StoreSizes
-from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
+from ..sysflag import INDEX_ENTRY_TYPES, QUEUE_UNIT_TYPES
 from ..verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
 from ..verify import index_rules as ir
 from ..verify import queue_rules as qr
@@ -89,7 +89,7 @@ from .verify_tasks import (ENTRIES_SCHEMA, NO_CAP, RECORD_FACTS_SCHEMA, UNITS_SC
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
 
-_DISPATCHED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+_DISPATCHED = QUEUE_UNIT_TYPES  # (the rule of rmqstore.sysflag.gets_queue_unit, as a column test)
 _LAST = 1 << 80  # sorts after every offset
 _TASK_BYTES = 256 << 20  # file bytes per task, about
 
@@ -351,7 +351,7 @@ class _Run:
         joined = self.records.alias("r").join(at.alias("e"), (F.col("r.sid") == F.col("e.sid"))
                                               & (F.col("r.phys") == F.col("e.phy")), "left")
         cand = joined.where(F.col("e.entries").isNotNull()
-                            | (in_range & (F.size("r.keys") > 0) & (F.col("r.txn") != TRANSACTION_ROLLBACK_TYPE)))
+                            | (in_range & (F.size("r.keys") > 0) & F.col("r.txn").isin(*INDEX_ENTRY_TYPES)))
         ctxs = self.ctxs
         return cand.select("r.sid", "r.phys", "r.rel", "r.pos", "r.topic", "r.txn", "r.ts", "r.keys",
                            "e.entries").rdd.mapPartitions(lambda it: record_index_rows(ctxs, it))

@@ -25,7 +25,7 @@ from ..ranges import find_record_start
 from ..reading import record_keys
 from ..store_dir import parse_file_name
 from ..store_sizes import StoreSizes
-from ..sysflag import TRANSACTION_MASK
+from ..sysflag import transaction_value
 from ..verify import Verifier
 from ..verify import index_rules as ir
 from ..verify import queue_rules as qr
@@ -109,7 +109,7 @@ class _SegmentWalker(Verifier):
         props = string_to_properties(rec.properties)
         keys = sorted(record_keys(props)) if self.with_keys else []
         self.facts.append((self.sid, phys, rel, pos, rec.topic, rec.queue_id, rec.queue_offset, rec.sys_flag,
-                           rec.sys_flag & TRANSACTION_MASK, rec.total_size, rec.store_timestamp,
+                           transaction_value(rec.sys_flag), rec.total_size, rec.store_timestamp,
                            tags_code_of(rec.topic, props, rec.store_timestamp, delay_levels), keys))
 
 

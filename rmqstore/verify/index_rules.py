@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..index import index_key_hash
 from ..store_sizes import index_size
-from ..sysflag import TRANSACTION_ROLLBACK_TYPE
+from ..sysflag import gets_index_entries
 from .queue_rules import Verdict
 from .report import ERROR, WARNING, Problem
 
@@ -185,18 +185,19 @@ def time_ok(begin_ts: int, td: int, store_ts: int) -> bool:
     return begin_ts + td * 1000 <= store_ts < begin_ts + (td + 1) * 1000
 
 
-def record_index(index: IndexMap, phys: int, rel: str, pos: int, topic: str, txn: int, store_ts: int, keys,
+def record_index(index: IndexMap, phys: int, rel: str, pos: int, topic: str, sys_flag: int, store_ts: int, keys,
                  entries, *, has_index: bool, cq_horizon: int) -> tuple[list[Problem], bool]:
     """The index entries pointing at one record (``entries`` as (file number, entry number, hash,
     time diff), or None) and the keys of it that have none.  ``has_index``: an index folder exists.
     Returns the problems, and True when the record is keyed, dispatched and outside every index
     file (reported per stretch by :func:`unindexed_problems`)."""
     out = []
+    indexed = gets_index_entries(sys_flag)
     hashes = {index_key_hash(f"{topic}#{k}"): k for k in keys}
     for fnum, n, h, td in entries or ():
         ix = index.files[fnum]
         epos = index.entry_pos(n)
-        if txn == TRANSACTION_ROLLBACK_TYPE:
+        if not indexed:
             out.append(Problem("index_entry", ix.rel, epos, f"entry {n} points at the rolled-back transaction record "
                                f"at {phys} ({rel}:{pos}); rolled-back records are not indexed"))
         elif h not in hashes:
@@ -206,7 +207,7 @@ def record_index(index: IndexMap, phys: int, rel: str, pos: int, topic: str, txn
         elif n > 1 and ix.begin_ts > 0 and not time_ok(ix.begin_ts, td, store_ts):
             out.append(Problem("index_entry", ix.rel, epos + 12, f"entry {n} says the record was stored {td} s after "
                                f"{ix.begin_ts}, but the record at {phys} ({rel}:{pos}) was stored at {store_ts}"))
-    if not hashes or txn == TRANSACTION_ROLLBACK_TYPE:
+    if not hashes or not indexed:
         return out, False
     lo, hi = index.range
     in_range = bool(index.files) and lo is not None and lo <= phys < hi

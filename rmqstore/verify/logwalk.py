@@ -27,7 +27,7 @@ from ..reading import record_keys
 from ..record import decode_record
 from ..store_dir import grid_problem
 from ..store_sizes import StoreSizes, interrupted_allocations
-from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from ..sysflag import gets_queue_unit
 from ..walk import End, walk_segment
 from . import index_rules as ir
 from . import queue_rules as qr
@@ -245,11 +245,10 @@ class LogWalk:
     def judge_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None:
         """One counted record: its own checks, its queue offset, its unit, its index entries."""
         self.note(*rules.record_problems(phys, rel, pos, rec))
-        txn = rec.sys_flag & TRANSACTION_MASK
         props = string_to_properties(rec.properties)
         key = (rec.topic, rec.queue_id)
         qo = rec.queue_offset
-        if txn in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE):
+        if gets_queue_unit(rec.sys_flag):
             self.note(self.queue_offsets.step(phys, rel, pos, key, qo))
             q = self.queues.get(key)
             backed = False
@@ -265,7 +264,7 @@ class LogWalk:
         # index: entries pointing here, and entries this record needs
         entries = self.idx_at.pop(phys, None)
         keys = record_keys(props) if (entries or self.has_index) else []
-        found, unindexed = ir.record_index(self.index, phys, rel, pos, rec.topic, txn, rec.store_timestamp, keys,
+        found, unindexed = ir.record_index(self.index, phys, rel, pos, rec.topic, rec.sys_flag, rec.store_timestamp, keys,
                                            entries, has_index=self.has_index, cq_horizon=self.cq_horizon)
         self.note(*found)
         if unindexed:

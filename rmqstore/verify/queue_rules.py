@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..store_paths import CONSUME_QUEUE_DIR, offset_to_file_name
-from ..sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from ..sysflag import gets_queue_unit
 from .report import WARNING, Problem
 
 __all__ = ["CQ_UNIT", "PRE_BLANK", "EXT_ADDR_MAX", "UnitScan", "Verdict", "unit_place", "unit_file",
@@ -22,7 +22,6 @@ CQ_UNIT = 20
 PRE_BLANK = (0, 0x7FFFFFFF, 0)
 #: ConsumeQueueExt.MAX_ADDR: tags codes at or below are ext addresses
 EXT_ADDR_MAX = -(2**31) - 1
-_DISPATCHED = (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
 
 
 @dataclass
@@ -164,13 +163,13 @@ def stray_unit(cq_rel: str, upos: int, n: int, topic: str, qid: int, unit, *, lo
         return v
     rel, pos, claim, sys_flag, record_backed = target
     v.pointed = v.reported = True
-    txn = sys_flag & TRANSACTION_MASK
-    if claim == (topic, qid, n) and txn not in _DISPATCHED:
+    unit = gets_queue_unit(sys_flag)
+    if claim == (topic, qid, n) and not unit:
         v.problems.append(Problem("record_header", rel, pos + 36, f"record at {offset} is of {topic}/{qid} queue "
                                   f"offset {n} and unit {n} points at it, but its sysFlag {sys_flag:#x} makes it a "
                                   "prepared/rolled-back transaction, which has no unit"))
         v.blamed = True
-    elif record_backed or txn not in _DISPATCHED:
+    elif record_backed or not unit:
         # the record is the unit of another position: this unit is the stray one
         v.problems.append(Problem("unit_mismatch", cq_rel, upos, f"unit {n} of {topic}/{qid} points at the record "
                                   f"at {offset} ({rel}:{pos}), which is {claim[0]}/{claim[1]} queue offset {claim[2]}"

@@ -236,13 +236,6 @@ def _failed_cell(nb, ipynb_path, exc) -> str:
     return f"{ipynb_path}: executing the notebook failed: {type(exc).__name__}"
 
 
-def _selfcheck_offline(page: str) -> list[str]:
-    """Remote references left in a page (``src=``/``href=`` to http(s)); empty when offline."""
-    import re
-
-    return re.findall(r"""(?:src|href)\s*=\s*["'](https?:)?//[^"']+""", page)
-
-
 def _main(argv=None) -> int:  # pragma: no cover - a convenience
     import argparse
 

@@ -26,6 +26,7 @@ from rmqstore.errors import StoreStateError
 from rmqstore.ha import SLAVE_REPORT, TRANSFER_HEADER, frames_markdown
 from rmqstore.trace import RecordingTracer
 
+from conftest import wait_until
 from test_put_checks import walk_commitlog
 
 FILE = 64 * 1024
@@ -38,14 +39,6 @@ def msg(i: int, size: int | None = None) -> Message:
     body = bytes([65 + i % 26]) * (size if size is not None else 40 + (i * 37) % 1500)
     return Message(topic="HaTopic", queue_id=i % 4, body=body, properties=f"KEYS\x01k{i}\x02TAGS\x01t{i % 3}",
                    born_timestamp=1_700_000_000_000 + i, born_host="192.0.2.1:40000")
-
-
-def wait_until(pred, timeout: float = 10.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.005)
 
 
 def end_of(result) -> int:

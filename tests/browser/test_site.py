@@ -117,7 +117,7 @@ def test_every_widget_output_renders(page, site, served, page_errors, external_r
         open_page(page, f"{served}/{built.href}", built.title)
         outputs = page.locator(".rmq-output")
         wait_until(lambda: outputs.evaluate_all("els => els.every(e => e.children.length > 0)"),
-                   message=f"every widget output of {built.href} rendered")
+                   what=f"every widget output of {built.href} rendered")
         shown = outputs.evaluate_all("els => els.map(e => e.textContent)")
         assert not [t for t in shown if "needs a running kernel" in t], (built.href, shown)
         rendered += len(shown)
@@ -176,14 +176,14 @@ def test_put_path_player_steps_scrubs_and_plays(page, site, served, snap, page_e
 
     for k in (1, 2):
         player.get_by_test_id("step-forward").click()
-        wait_until(lambda: player_state(player)["index"] == k, message=f"step {k} after step-forward")
+        wait_until(lambda: player_state(player)["index"] == k, what=f"step {k} after step-forward")
     player.get_by_test_id("step-back").click()
-    wait_until(lambda: player_state(player)["index"] == 1, message="step 1 after step-back")
+    wait_until(lambda: player_state(player)["index"] == 1, what="step 1 after step-back")
 
     scrub = player.get_by_test_id("scrub")
     for index, stage, file, key, value in moves:
         scrub.fill(str(index))
-        state = wait_until(lambda: (s := player_state(player))["index"] == index and s, message=f"scrub to {index}")
+        state = wait_until(lambda: (s := player_state(player))["index"] == index and s, what=f"scrub to {index}")
         assert (state["stage"], int(state["file"]), state[key]) == (stage, file, value), (index, state)
     snap("player-scrubbed", player)
 
@@ -201,7 +201,7 @@ def test_segment_view_shows_the_printed_positions(page, site, served, snap, page
     view = page.get_by_test_id("segment-view").first
     view.wait_for()
     bars = view.get_by_test_id("segment")
-    wait_until(lambda: bars.count() == len(expected), message=f"{len(expected)} segment bars")
+    wait_until(lambda: bars.count() == len(expected), what=f"{len(expected)} segment bars")
     assert bars.evaluate_all("els => els.map(e => [e.dataset.file, +e.dataset.wrote])") == expected
     snap("segment-view", view)
     clean(page_errors, external_requests)

@@ -20,9 +20,12 @@ import json
 import re
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
+
+from conftest import wait_until as shared_wait_until
 
 from .browser_helpers import open_notebook
 
@@ -54,15 +57,8 @@ def has_inspector() -> bool:
     return hasattr(widgets_module(), "StoreInspector")
 
 
-def wait_until(predicate, timeout: float = 10.0, interval: float = 0.05, message: str = "condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {message}; last value {value!r}")
-        time.sleep(interval)
+#: the suite's wait (conftest), polling the page less often
+wait_until = partial(shared_wait_until, interval=0.05)
 
 
 # ------------------------------------------------------------------------------ expectations
@@ -96,7 +92,7 @@ def check_segments(scope, expected, snap=None):
     view = scope.get_by_test_id("segment-view").first
     view.wait_for()
     bars = view.get_by_test_id("segment")
-    wait_until(lambda: bars.count() >= len(expected), message=f"{len(expected)} segment bars")
+    wait_until(lambda: bars.count() >= len(expected), what=f"{len(expected)} segment bars")
     got = bars.evaluate_all(
         "els => els.map(e => [e.dataset.file, +e.dataset.wrote, +e.dataset.committed, +e.dataset.flushed])")
     assert got == expected
@@ -124,7 +120,7 @@ def check_record_hover(scope, record, snap=None):
     view.wait_for()
     spans = {name: stop - start for name, start, stop in record["spans"]}
     counts = wait_until(lambda: (c := record_highlight(view)) and sum(n for _, n in c.values()) == sum(
-        spans.values()) and c, message="every byte cell of the record")
+        spans.values()) and c, what="every byte cell of the record")
     assert {f: n for f, (_, n) in counts.items()} == spans, "one byte cell per byte, tagged with its field"
     assert not any(h for h, _ in counts.values()), "nothing highlighted before hovering"
     assert sorted(view.get_by_test_id("field").evaluate_all("els => els.map(e => e.dataset.field)")) == sorted(spans)
@@ -134,15 +130,15 @@ def check_record_hover(scope, record, snap=None):
         return c.get(name) == [spans[name], spans[name]] and all(h == 0 for f, (h, _) in c.items() if f != name)
 
     view.locator("[data-testid='field'][data-field='queue_offset']").hover()
-    wait_until(lambda: only("queue_offset"), message="the queue_offset bytes (and only they) highlighted "
+    wait_until(lambda: only("queue_offset"), what="the queue_offset bytes (and only they) highlighted "
                                                      "after hovering its decoded row")
     view.locator("[data-testid='byte'][data-field='topic']").nth(2).hover()
-    wait_until(lambda: only("topic"), message="every topic byte highlighted after hovering one of them")
+    wait_until(lambda: only("topic"), what="every topic byte highlighted after hovering one of them")
     if snap:
         snap("record-view-hover-topic", "viewport")
         assert only("topic"), "the screenshot shows the hovered state"
     view.page.mouse.move(1, 1)  # leave the view: the hover highlight goes away
-    wait_until(lambda: not any(h for h, _ in record_highlight(view).values()), message="no highlight after leaving")
+    wait_until(lambda: not any(h for h, _ in record_highlight(view).values()), what="no highlight after leaving")
 
 
 def player_state(player) -> dict:
@@ -157,10 +153,10 @@ def player_state(player) -> dict:
 def check_play_and_pause(player) -> dict:
     """Play from the start at 32 steps/s: it advances on its own, pause stops it; the state paused at."""
     player.get_by_test_id("scrub").fill("0")
-    wait_until(lambda: player_state(player)["index"] == 0, message="scrub to 0")
+    wait_until(lambda: player_state(player)["index"] == 0, what="scrub to 0")
     player.get_by_test_id("speed").select_option("32")
     player.get_by_test_id("play").click()
-    wait_until(lambda: player_state(player)["index"] >= 5, message="the player advancing after play")
+    wait_until(lambda: player_state(player)["index"] >= 5, what="the player advancing after play")
     player.get_by_test_id("pause").click()
     paused_at = player_state(player)["index"]
     time.sleep(0.3)
@@ -180,17 +176,17 @@ def check_player(scope, trace, snap=None):
 
     for k in (1, 2, 3):
         player.get_by_test_id("step-forward").click()
-        state = wait_until(lambda: (s := player_state(player))["index"] == k and s, message=f"step {k}")
+        state = wait_until(lambda: (s := player_state(player))["index"] == k and s, what=f"step {k}")
         assert state["stage"] == stages[k]
     player.get_by_test_id("step-back").click()
-    wait_until(lambda: player_state(player)["index"] == 2, message="step back to 2")
+    wait_until(lambda: player_state(player)["index"] == 2, what="step back to 2")
 
     scrub = player.get_by_test_id("scrub")
     assert trace["checks"], "the trace moved no position"
     seen = set()
     for i, stage, key, value, file in trace["checks"]:
         scrub.fill(str(i))
-        state = wait_until(lambda: (s := player_state(player))["index"] == i and s, message=f"scrub to {i}")
+        state = wait_until(lambda: (s := player_state(player))["index"] == i and s, what=f"scrub to {i}")
         assert (state["stage"], state["file"], state[key]) == (stage, file, value), f"step {i}: {state}"
         seen.add(key)
     assert seen >= {"wrote", "committed", "flushed"}, seen
@@ -210,11 +206,11 @@ def check_inspector(scope, expected, snap=None):
     view = scope.get_by_test_id("store-inspector").first
     view.wait_for()
     bars = view.get_by_test_id("segment")
-    wait_until(lambda: bars.count() >= len(expected["SEGMENTS"]), message="the inspector's segment bars")
+    wait_until(lambda: bars.count() >= len(expected["SEGMENTS"]), what="the inspector's segment bars")
     assert bars.evaluate_all("els => els.map(e => [e.dataset.file, +e.dataset.wrote, +e.dataset.committed, "
                              "+e.dataset.flushed])") == expected["SEGMENTS"]
     rows = view.get_by_test_id("record-row")
-    wait_until(lambda: rows.count() > 0, message="record rows")
+    wait_until(lambda: rows.count() > 0, what="record rows")
     assert rows.first.get_attribute("data-offset") == "0"
     # the records table fits the view's width: every column shows, the last one too (long keys and
     # bodies are cut short with an ellipsis, whole in the cell's title), no sideways scrolling
@@ -227,11 +223,11 @@ def check_inspector(scope, expected, snap=None):
     first_page = rows.evaluate_all("els => els.map(e => e.dataset.offset)")
     view.get_by_test_id("page-next").click()
     wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") not in first_page,
-               timeout=20, message="the next page of records")
+               timeout=20, what="the next page of records")
     assert int(rows.first.get_attribute("data-offset")) > int(first_page[-1])
     view.get_by_test_id("page-first").click()
     wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") == "0", timeout=20,
-               message="back to the first page")
+               what="back to the first page")
 
     record_offset = view.get_by_test_id("record-view").get_by_test_id("record-offset")
 
@@ -241,13 +237,13 @@ def check_inspector(scope, expected, snap=None):
     for query in (str(target["offset"]), target["msg_id"]):
         view.get_by_test_id("page-first").click()
         wait_until(lambda: rows.count() and rows.first.get_attribute("data-offset") == "0", timeout=20,
-                   message="the first page")
+                   what="the first page")
         rows.first.click()  # select another record first, so the lookup has to change the selection
-        wait_until(lambda: shown() == "0", timeout=20, message="the clicked record (offset 0) shown")
+        wait_until(lambda: shown() == "0", timeout=20, what="the clicked record (offset 0) shown")
         view.get_by_test_id("lookup").fill(query)
         view.get_by_test_id("lookup-go").click()
         wait_until(lambda: shown() == str(target["offset"]), timeout=20,
-                   message=f"the record found by lookup {query!r}")
+                   what=f"the record found by lookup {query!r}")
     if snap:
         snap("store-inspector-lookup", view)
 
@@ -351,7 +347,7 @@ def replication_page(widgets, out):
     try:
         slave.start()
         wait_until(lambda: master.ha_service.connection_count == 1 and slave.ha_service.ha_client.connected,
-                   message="the slave to connect")
+                   what="the slave to connect")
         results = [master.put_message(Message("HaView", b"v" * (50 + 97 * i % 700), queue_id=i % 2))
                    for i in range(40)]
         master.wait_dispatched()
@@ -462,7 +458,7 @@ def check_wire(scope, wire, snap=None):
     scrub = player.get_by_test_id("scrub")
     for i, stage, name, hexed, long_name in wire["fields"]:
         scrub.fill(str(i))
-        wait_until(lambda: player_state(player)["index"] == i, message=f"scrub to {i}")
+        wait_until(lambda: player_state(player)["index"] == i, what=f"scrub to {i}")
         assert player_state(player)["stage"] == stage
         field = player.get_by_test_id("frame-field")
         assert field.get_attribute("data-field") == name
@@ -474,7 +470,7 @@ def check_wire(scope, wire, snap=None):
                 snap("send-player-topic", player)
     assert {"code", "extFields.b", "extFields.i"} <= {n for _, _, n, _, _ in wire["fields"]}
     scrub.fill("0")  # back to the first step, where check_player starts
-    wait_until(lambda: player_state(player)["index"] == 0, message="scrub back to 0")
+    wait_until(lambda: player_state(player)["index"] == 0, what="scrub back to 0")
 
 
 def test_to_html_all_views_on_one_page(page, standalone_pages, static_server, snap, page_errors,
@@ -512,7 +508,7 @@ def test_record_view_keeps_values_whole(width, page, standalone_pages, static_se
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{static_server(out)}/record_view.html")
     values = page.locator(".rmq-rec-value, .rmq-rec-pv")
-    wait_until(lambda: values.count() > 10, message="the record view's field values")
+    wait_until(lambda: values.count() > 10, what="the record view's field values")
     broken = values.evaluate_all(_BROKEN_WORDS_JS)
     # ... and the table fits its panel: no value hidden past the right edge
     panel = page.locator(".rmq-rec-panel").first
@@ -547,7 +543,7 @@ def test_frame_view_to_html_hover_highlights_a_field(page, static_server, tmp_pa
     view = page.locator("[data-testid='frame-view']").first
     view.wait_for()
     counts = wait_until(lambda: (c := record_highlight(view)) and sum(n for _, n in c.values()) == len(frame)
-                        and c, message="one byte cell per frame byte")
+                        and c, what="one byte cell per frame byte")
     assert {f: n for f, (_, n) in counts.items() if f} == spans, "each span's bytes tagged with its field"
     assert counts[""][1] == len(frame) - sum(spans.values()), "only the JSON punctuation is in no field"
     assert not any(h for h, _ in counts.values()), "nothing highlighted before hovering"
@@ -559,11 +555,11 @@ def test_frame_view_to_html_hover_highlights_a_field(page, static_server, tmp_pa
         return c.get(name) == [spans[name], spans[name]] and all(h == 0 for f, (h, _) in c.items() if f != name)
 
     view.locator("[data-testid='field'][data-field='extFields.b']").hover()
-    wait_until(lambda: only("extFields.b"), message="the topic entry's bytes highlighted after hovering its row")
+    wait_until(lambda: only("extFields.b"), what="the topic entry's bytes highlighted after hovering its row")
     assert "topic = ViewTopic" in view.locator("[data-testid='field'][data-field='extFields.b']").inner_text()
     view.locator("[data-testid='byte'][data-field='body']").nth(3).hover()
-    wait_until(lambda: only("body"), message="every body byte highlighted after hovering one of them")
+    wait_until(lambda: only("body"), what="every body byte highlighted after hovering one of them")
     page.mouse.move(1, 1)
-    wait_until(lambda: not any(h for h, _ in record_highlight(view).values()), message="no highlight after leaving")
+    wait_until(lambda: not any(h for h, _ in record_highlight(view).values()), what="no highlight after leaving")
     assert not external_requests, external_requests
     assert not page_errors, page_errors

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, PUT_FIXTURES, manifest, pipe_dump_load, run_cli
+from conftest import FIXTURES, PUT_FIXTURES, files_under, manifest, pipe_dump_load, run_cli
 
 from rmqstore import open_store
 from rmqstore.config import BrokerRole, StoreConfig
@@ -70,10 +70,6 @@ def reloaded(tmp_path_factory):
         return built[name]
 
     return get
-
-
-def files_under(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
 # -- (a) dispatch writes RocketMQ's bytes --------------------------------------------------------

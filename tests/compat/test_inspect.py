@@ -19,16 +19,12 @@ Done means, for every fixture store (and both halves of ``crash``):
 
 from __future__ import annotations
 
-import hashlib
-import io
 import json
-import os
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, PUT_FIXTURES, commitlog_records, manifest
+from conftest import FIXTURES, PUT_FIXTURES, commitlog_records, manifest, run_cli, snapshot
 
-from rmqstore import cli
 from rmqstore.properties import string_to_properties
 from rmqstore.record import BlankRecord
 from rmqstore.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
@@ -37,42 +33,6 @@ from rmqstore.store import open_store
 #: (fixture, store folder) of every store written by RocketMQ
 CASES = [(name, "store") for name in PUT_FIXTURES] + [("crash", "store"), ("crash", "recovered_store")]
 CASE_IDS = [f"{n}/{s}" for n, s in CASES]
-
-
-def snapshot(root) -> dict:
-    """Every path under ``root`` -> (kind, size, mtime_ns, sha256); directories too (with their mtime).
-
-    A symlink is recorded as its target (never followed); a file larger than 64 MiB (a sparse
-    file a fuzz test planted) by size, mtime and allocated blocks instead of its digest.
-    """
-    root = Path(root)
-    out = {".": ("dir", None, root.stat().st_mtime_ns, None)}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for d in dirnames:
-            p = Path(dirpath) / d
-            out[str(p.relative_to(root))] = ("dir", None, p.lstat().st_mtime_ns, None)
-        for f in filenames:
-            p = Path(dirpath) / f
-            st = p.lstat()
-            if p.is_symlink():
-                out[str(p.relative_to(root))] = ("link", None, st.st_mtime_ns, os.readlink(p))
-                continue
-            digest = hashlib.sha256(p.read_bytes()).hexdigest() if st.st_size <= 64 << 20 else st.st_blocks
-            out[str(p.relative_to(root))] = ("file", st.st_size, st.st_mtime_ns, digest)
-    return out
-
-
-class _Tty(io.StringIO):
-    """A text stream that says it is a terminal (rich renders tables and progress bars to it)."""
-
-    def isatty(self) -> bool:
-        return True
-
-
-def run_cli(argv, tty: bool = False):
-    out, err = (_Tty(), _Tty()) if tty else (io.StringIO(), io.StringIO())
-    code = cli.main([str(a) for a in argv], stdin=io.BytesIO(b""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 def store_dir(name: str, store: str) -> Path:

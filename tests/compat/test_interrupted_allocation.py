@@ -14,26 +14,18 @@ store RocketMQ wrote with such a file added:
 
 from __future__ import annotations
 
-import io
 import json
 import logging
 import shutil
 
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, run_cli
 
-from rmqstore import cli
 from rmqstore.errors import StoreError
 from rmqstore.store import open_store
 from rmqstore.store_sizes import interrupted_allocation_note
 
 SEGMENT = 65536  # the fixtures' commitlog segment size
-
-
-def run_cli(argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([str(a) for a in argv], stdin=io.BytesIO(b""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture

@@ -15,10 +15,8 @@ The consistency checks (:func:`check_store` and friends) are shared with test_cr
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import random
-import shutil
 import signal
 import struct
 import subprocess
@@ -27,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, manifest
+from conftest import FIXTURES, copy_store, manifest, snapshot
 from crash_writer import crash_config, expected_records
 
 from rmqstore import recovery
@@ -162,26 +160,10 @@ def check_store(store, cut_offsets=()) -> dict:
 
 
 # -- helpers ---------------------------------------------------------------------------
-def snapshot(root) -> dict:
-    """``{relative path: (size, mtime_ns, sha256)}`` of every file and directory under ``root``."""
-    out = {}
-    for dirpath, dirnames, filenames in os.walk(root):
-        for name in dirnames + filenames:
-            p = os.path.join(dirpath, name)
-            st = os.stat(p)
-            digest = hashlib.sha256(Path(p).read_bytes()).hexdigest() if os.path.isfile(p) else None
-            out[os.path.relpath(p, root)] = (st.st_size, st.st_mtime_ns, digest)
-    return out
-
-
-def files_under(root, sub) -> dict:
+def contents_under(root, sub) -> dict:
+    """``{relative path: bytes}`` of every file under ``root/sub``."""
     base = Path(root) / sub
     return {str(p.relative_to(base)): p.read_bytes() for p in sorted(base.rglob("*")) if p.is_file()}
-
-
-def copy_store(src, dst) -> str:
-    shutil.copytree(src, dst)
-    return str(dst)
 
 
 def disk_records(root) -> list:
@@ -220,7 +202,7 @@ CRASH = FIXTURES / "crash"
 
 @pytest.fixture
 def crash_copy(tmp_path):
-    return copy_store(CRASH / "store", tmp_path / "store")
+    return copy_store("crash", tmp_path)
 
 
 def test_crash_fixture_recovery_positions_as_rocketmq(crash_copy):
@@ -286,14 +268,14 @@ def test_crash_fixture_recovered_and_shut_down_equals_rocketmq_bytes(crash_copy)
     store.shutdown()
     ours, theirs = Path(crash_copy), CRASH / "recovered_store"
     assert not (ours / "abort").exists()
-    assert files_under(ours, "commitlog") == files_under(theirs, "commitlog")
-    assert files_under(ours, "consumequeue") == files_under(theirs, "consumequeue")
+    assert contents_under(ours, "commitlog") == contents_under(theirs, "commitlog")
+    assert contents_under(ours, "consumequeue") == contents_under(theirs, "consumequeue")
     assert (ours / "checkpoint").read_bytes() == (theirs / "checkpoint").read_bytes()
     assert (ours / "lock").read_bytes() == (theirs / "lock").read_bytes()
     # index files are named by the wall clock: compare contents; the untouched one keeps its name
-    ours_index, theirs_index = files_under(ours, "index"), files_under(theirs, "index")
+    ours_index, theirs_index = contents_under(ours, "index"), contents_under(theirs, "index")
     assert sorted(ours_index.values()) == sorted(theirs_index.values())
-    kept = [n for n in theirs_index if n in files_under(CRASH / "store", "index")]
+    kept = [n for n in theirs_index if n in contents_under(CRASH / "store", "index")]
     assert kept and all(ours_index[n] == theirs_index[n] for n in kept)
     diff = m["fileDiff"]
     for path in diff["removedByRecovery"]:
@@ -337,7 +319,7 @@ def test_read_only_open_leaves_every_fixture_untouched(name):
 @pytest.mark.parametrize("name", CLEAN_FIXTURES)
 def test_normal_recovery_of_clean_fixture_then_more_puts(name, tmp_path):
     m = manifest(name)
-    root = copy_store(FIXTURES / name / "store", tmp_path / "store")
+    root = copy_store(name, tmp_path)
     cfg = StoreConfig.from_manifest(m["config"], store_host="198.51.100.7:10911")
     store = MessageStore(root, cfg)
     store.load()
@@ -410,7 +392,7 @@ def killed_store(tmp_path_factory):
 @pytest.fixture(scope="module")
 def clean_store(tmp_path_factory, killed_store):
     """The same store recovered and shut down cleanly (no abort file)."""
-    root = copy_store(killed_store, tmp_path_factory.mktemp("clean") / "store")
+    root = copy_store(killed_store, tmp_path_factory.mktemp("clean"))
     store = MessageStore(root, crash_config())
     store.start()
     store.shutdown()
@@ -476,7 +458,7 @@ def _damage_case(tmp_path, source, damage):
     * the bytes before the end are those that were there before;
     * the store takes more puts after the end and recovers normally afterwards.
     """
-    root = copy_store(source, tmp_path / "store")
+    root = copy_store(source, tmp_path)
     on_disk = [o for o, _ in disk_records(root)]
     expected_end = damage(root)
     prefix = _prefix_bytes(root, expected_end)
@@ -578,7 +560,7 @@ def test_unpatched_record_is_not_a_record(tmp_path, killed_store):
 
 def test_short_segment_with_data_is_refused_untouched(tmp_path, killed_store):
     """A segment shorter than the configured size: RocketMQ refuses to load, and so do we."""
-    root = copy_store(killed_store, tmp_path / "store")
+    root = copy_store(killed_store, tmp_path)
     seg = crash_config().mapped_file_size_commit_log
     ((offset, rec),) = _last_records(root)
     path, pos = segment_of(root, offset, seg)
@@ -592,7 +574,7 @@ def test_short_segment_with_data_is_refused_untouched(tmp_path, killed_store):
 def test_interrupted_preallocation_is_removed_after_a_crash(tmp_path, killed_store):
     """Empty files a kill left unsized (commitlog, consume queue) are removed, not fatal."""
     cfg = crash_config()
-    root = Path(copy_store(killed_store, tmp_path / "store"))
+    root = Path(copy_store(killed_store, tmp_path))
     empty, cq_empty = _next_segment_names(root, cfg)
     empty.touch()
     cq_empty.touch()
@@ -622,7 +604,7 @@ def test_creation_leftovers_are_removed_by_a_writable_load_only(tmp_path, killed
     """``<name>.<pid>.creating``: a kill between creating a segment's temp file and renaming it.
     A read-only open leaves them (and everything else) alone; a writable load deletes them."""
     cfg = crash_config()
-    root = Path(copy_store(killed_store, tmp_path / "store"))
+    root = Path(copy_store(killed_store, tmp_path))
     names = sorted(os.listdir(root / "commitlog"))
     leftover, cq_leftover = _next_segment_names(root, cfg, ".4242.creating")
     for path, size in ((leftover, cfg.mapped_file_size_commit_log), (cq_leftover, cfg.mapped_file_size_consume_queue)):
@@ -650,7 +632,7 @@ def test_a_store_another_process_holds_is_refused_before_recovery_touches_it(tmp
     holds (a live broker) raises and leaves every file as it was -- here a killed store with
     the temp file of an interrupted segment creation, which a writable load deletes."""
     cfg = crash_config()
-    root = Path(copy_store(killed_store, tmp_path / "store"))
+    root = Path(copy_store(killed_store, tmp_path))
     ((offset, rec),) = _last_records(root)
     leftover = root / "commitlog" / f"{offset - offset % cfg.mapped_file_size_commit_log:020d}.99.creating"
     leftover.write_bytes(bytes(64))
@@ -681,12 +663,12 @@ def test_a_store_another_process_holds_is_refused_before_recovery_touches_it(tmp
         assert not leftover.exists()
     finally:
         store.close()
-    assert store._lock_fd is None  # close() let it go
+    assert not store.lock.held  # close() let it go
 
 
 def test_normal_recovery_reads_only_the_last_three_files(tmp_path, clean_store):
     """RocketMQ's rule: after a clean stop, damage older than the last three files goes unseen."""
-    root = copy_store(clean_store, tmp_path / "store")
+    root = copy_store(clean_store, tmp_path)
     names = sorted(os.listdir(Path(root) / "commitlog"))
     assert len(names) > 4
     store = MessageStore(root, crash_config())
@@ -721,7 +703,7 @@ def _first_timestamps(root) -> dict:
 @pytest.mark.parametrize("damaged", ["before_start_file", "start_file"])
 def test_abnormal_recovery_starts_at_the_checkpoint_file(tmp_path, killed_store, damaged):
     """Start file: the newest whose first record is no later than the checkpoint minimum (min - 3 s)."""
-    root = copy_store(killed_store, tmp_path / "store")
+    root = copy_store(killed_store, tmp_path)
     firsts = _first_timestamps(root)
     names = sorted(firsts)
     min_ts = firsts[names[-3]]
@@ -731,7 +713,7 @@ def test_abnormal_recovery_starts_at_the_checkpoint_file(tmp_path, killed_store,
     ro = open_store(root, config=crash_config())  # read-only: the checkpoint stays as written
     end = ro.get_max_phy_offset()
     matched = [os.path.basename(mf.file_name) for mf in ro.commit_log.mapped_file_queue.mapped_files
-               if recovery.is_mapped_file_matched_recover(ro, mf)]
+               if recovery.is_mapped_file_matched_recover(ro.config, ro.checkpoint, mf)]
     ro.close()
     assert matched[-1] == start and int(start) > 0
     victim = names[0] if damaged == "before_start_file" else start
@@ -747,7 +729,7 @@ def test_abnormal_recovery_starts_at_the_checkpoint_file(tmp_path, killed_store,
 
 def test_no_valid_first_file_cuts_everything(tmp_path, killed_store):
     """No checkpoint (no file qualifies): the walk starts at the first file; its first record is bad."""
-    root = copy_store(killed_store, tmp_path / "store")
+    root = copy_store(killed_store, tmp_path)
     (Path(root) / "checkpoint").unlink()
     names = sorted(os.listdir(Path(root) / "commitlog"))
     patch_file(Path(root) / "commitlog" / names[0], 4, bytes(4))
@@ -764,7 +746,7 @@ def test_no_valid_first_file_cuts_everything(tmp_path, killed_store):
 
 
 def test_no_commitlog_files_destroys_the_consume_queues(tmp_path, clean_store):
-    root = copy_store(clean_store, tmp_path / "store")
+    root = copy_store(clean_store, tmp_path)
     for p in (Path(root) / "commitlog").iterdir():
         p.unlink()
     ro = open_store(root, config=crash_config())
@@ -835,7 +817,7 @@ def test_power_cut_store_recovered_and_shut_down_verifies_clean(tmp_path, killed
     follows; the bytes after the end stay (RocketMQ's rule).  verify must agree with the
     recovered store: no damage (garbage after the end, a warning), and no claim that a start
     would dispatch the records after the end -- the walk stops where recovery stopped."""
-    root = copy_store(killed_store, tmp_path / "store")
+    root = copy_store(killed_store, tmp_path)
     seg = crash_config().mapped_file_size_commit_log
     tail = disk_records(root)[-6:]
     offset, rec = next((o, r) for o, r in tail[1:-2] if len(r.body) > 8)

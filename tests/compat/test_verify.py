@@ -21,7 +21,6 @@ Done means:
 from __future__ import annotations
 
 import atexit
-import io
 import os
 import random
 import shutil
@@ -31,12 +30,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, commitlog_records, walk_file
+from conftest import FIXTURES, commitlog_records, copy_store, run_cli, walk_file
 from test_inspect import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqstore import cli
 from rmqstore.errors import RmqStoreError
 from rmqstore.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
 from rmqstore.record import BlankRecord
@@ -101,12 +99,6 @@ def records_of(name: str):
     for p in sorted((store_root(name) / "commitlog").iterdir()):
         out.extend(walk_file(p.read_bytes(), int(p.name)))
     return tuple(out)
-
-
-def run_cli(argv):
-    out, err = io.StringIO(), io.StringIO()
-    code = cli.main([str(a) for a in argv], stdin=io.BytesIO(b""), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @lru_cache(maxsize=None)
@@ -213,18 +205,12 @@ def faults(draw):
     return name, f"{len(extra)} bytes appended to {rel}", append, rel, None
 
 
-def copy_store(name: str, tmp: str) -> Path:
-    root = Path(tmp) / "store"
-    shutil.copytree(store_root(name), root)
-    return root
-
-
 @SETTINGS
 @given(fault=faults())
 def test_verify_reports_one_injected_fault(fault):
     name, what, apply, rel, span = fault
     with tempfile.TemporaryDirectory() as tmp:
-        root = copy_store(name, tmp)
+        root = copy_store(store_root(name), tmp)
         assert verify(root).ok  # the copy is clean
         apply(root)
         report = verify(root)
@@ -249,7 +235,7 @@ def test_engine_store_verifies_clean():
 
 
 def test_verify_cli_exit_status_on_damage(tmp_path):
-    root = copy_store("basic", str(tmp_path))
+    root = copy_store(store_root("basic"), str(tmp_path))
     rel, pos, rec = messages_of("basic")[10]
     flip(root / rel, pos + 100, 0x01)
     code, out, err = run_cli(["verify", root])
@@ -260,7 +246,7 @@ def test_verify_cli_exit_status_on_damage(tmp_path):
 
 
 def test_missing_first_commitlog_file_is_only_noted(tmp_path):
-    root = copy_store("basic", str(tmp_path))
+    root = copy_store(store_root("basic"), str(tmp_path))
     (root / "commitlog" / "00000000000000000000").unlink()
     report = verify(root)
     assert report.ok
@@ -268,7 +254,7 @@ def test_missing_first_commitlog_file_is_only_noted(tmp_path):
 
 
 def test_a_store_too_damaged_to_open_is_still_verified(tmp_path):
-    root = copy_store("basic", str(tmp_path))
+    root = copy_store(store_root("basic"), str(tmp_path))
     os.truncate(root / "commitlog" / "00000000000000131072", 1000)
     with pytest.raises(RmqStoreError):
         open_store(root)
@@ -296,7 +282,7 @@ def test_torn_tail_is_a_warning_while_nothing_points_at_it(tmp_path):
     With the abort file present, recovery will cut it off: a warning.  After a clean shutdown the
     same bytes are what a recovery leaves (it cuts by position and zeroes nothing), so while no
     unit or index entry points at them they are a warning too; once a unit does, they are damage."""
-    root = copy_store("crash", str(tmp_path))
+    root = copy_store(store_root("crash"), str(tmp_path))
     last_off, last = [(o, r) for o, r in commitlog_records("crash") if not isinstance(r, BlankRecord)][-1]
     end = last_off + last.total_size
     seg = root / "commitlog" / f"{end - end % 65536:020d}"
@@ -330,7 +316,7 @@ def test_a_blank_is_the_end_of_its_file_whatever_size_it_declares(tmp_path):
     with its size (blank_size) and reads on in the next file -- the chain does not break there."""
     size = (store_root("basic") / "commitlog" / "00000000000000000000").stat().st_size
     off = next(off for off, rec in records_of("basic") if isinstance(rec, BlankRecord))
-    root = copy_store("basic", str(tmp_path))
+    root = copy_store(store_root("basic"), str(tmp_path))
     seg = root / "commitlog" / "00000000000000000000"
     pos = off % size
     with open(seg, "r+b") as f:
@@ -347,7 +333,7 @@ def test_a_damaged_last_record_that_units_point_at_is_an_error(tmp_path):
     for name in FAULT_STORES:
         rel, pos, rec = messages_of(name)[-1]
         with tempfile.TemporaryDirectory() as tmp:
-            root = copy_store(name, tmp)
+            root = copy_store(store_root(name), tmp)
             flip(root / rel, pos + 3, 0x04)  # TOTALSIZE: the size chain breaks at the last record
             report = verify(root)
             assert ("undecodable_record", f"{rel}:{pos}") in [(p.kind, p.where) for p in report.errors], name
@@ -375,7 +361,7 @@ def test_an_index_file_without_keys_is_not_damage_with_count_zero_or_one(tmp_pat
         f.seek(36)
         f.write(struct.pack(">i", 1))
     assert verify(root).problems == []
-    keyed = copy_store("engine", str(tmp_path / "engine"))
+    keyed = copy_store(store_root("engine"), str(tmp_path / "engine"))
     first = keyed / files_of("engine")["index"][0]
     with open(first, "r+b") as f:
         f.seek(36)
@@ -577,7 +563,7 @@ def test_spliced_fixture_raises_only_store_errors(name, seed, splices):
     rng = random.Random(seed)
     files = [f for kind in ("commitlog", "consumequeue", "index", "checkpoint") for f in files_of(name)[kind]]
     with tempfile.TemporaryDirectory() as tmp:
-        root = copy_store(name, tmp)
+        root = copy_store(store_root(name), tmp)
         for _ in range(splices):
             _mutate(rng, root, rng.choice(files))
         exercise(root)

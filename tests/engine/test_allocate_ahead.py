@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 
 import pytest
 
@@ -25,21 +24,14 @@ from rmqstore import Message, MessageStore, StoreConfig, allocate
 from rmqstore.mapped_file import MappedFile
 from rmqstore.status import PutMessageStatus
 
+from conftest import wait_until
+
 pytestmark = pytest.mark.timeout(120)
 
 FILE = 64 * 1024
 #: what a test waits for something that needs no file to be made (generous: a loaded machine)
 PROMPT = 20.0
 ALLOCATOR = "AllocateMappedFileService"
-
-
-def wait_until(cond, timeout: float = PROMPT) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
-    return True
 
 
 def names(folder) -> list[str]:
@@ -76,7 +68,7 @@ def test_a_started_store_makes_the_file_its_next_put_needs_before_any_put(tmp_pa
     store = MessageStore(tmp_path, StoreConfig(mapped_file_size_commit_log=FILE))
     store.start()
     try:
-        assert wait_until(lambda: held.made == [0, FILE]), f"no put yet, files made: {held.made}"
+        wait_until(lambda: held.made == [0, FILE], PROMPT, what=lambda: f"no put yet, files made: {held.made}")
         assert names(folder) == [f"{0:020d}", f"{FILE:020d}"]
         r = store.put_message(msg(0))
         assert r.ok and r.append_result.wrote_offset == 0
@@ -88,7 +80,7 @@ def test_a_started_store_makes_the_file_its_next_put_needs_before_any_put(tmp_pa
     store = MessageStore(tmp_path, StoreConfig(mapped_file_size_commit_log=FILE))
     store.start()
     try:
-        assert wait_until(lambda: held.made == [0, FILE, FILE]), held.made
+        wait_until(lambda: held.made == [0, FILE, FILE], PROMPT, what=lambda: held.made)
         assert store.put_message(msg(1)).append_result.wrote_offset == r.append_result.wrote_bytes
     finally:
         store.shutdown()
@@ -116,7 +108,7 @@ def test_a_put_does_not_wait_for_the_pre_fault_of_its_file(tmp_path, monkeypatch
         assert answers, "the put waited for its file's pre-fault"
         assert answers[0].ok and answers[0].append_result.wrote_offset == 0
         # the file is faulted in all the same, on the allocate service's thread
-        assert wait_until(lambda: (f"{0:020d}", ALLOCATOR) in faults), faults
+        wait_until(lambda: (f"{0:020d}", ALLOCATOR) in faults, PROMPT, what=lambda: faults)
         assert {thread for _, thread in faults} == {ALLOCATOR}
     finally:
         release.set()

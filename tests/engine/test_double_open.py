@@ -24,7 +24,7 @@ CFG = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consum
                   max_hash_slot_num=100, max_index_num=400)
 
 
-def snapshot(root) -> dict:
+def file_hashes(root) -> dict:
     """Every file's name and content hash (the running writer has dispatched and flushed first)."""
     out = {}
     for dirpath, _, names in os.walk(root):
@@ -53,14 +53,14 @@ def test_second_writer_in_the_same_process_is_refused_untouched(tmp_path):
         for i in range(3):
             assert put(a, i).ok
         settle(a)
-        before = snapshot(root)
+        before = file_hashes(root)
         b = MessageStore(root, CFG)
         with pytest.raises(StoreStateError) as info:
             b.start()
         assert str(root) in str(info.value) and "in this process" in str(info.value)
         with pytest.raises(StoreStateError, match="in this process"):
             MessageStore(root, CFG).load()
-        assert snapshot(root) == before, "the refused open changed files"
+        assert file_hashes(root) == before, "the refused open changed files"
         r = put(a, 3)  # the first writer is unharmed
         assert r.ok and r.append_result.logics_offset == 3
         ro = open_store(root, config=CFG)  # reading is still allowed
@@ -175,10 +175,10 @@ def test_a_store_another_process_writes_is_refused_untouched(tmp_path):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"
-        before = snapshot(root)
+        before = file_hashes(root)
         with pytest.raises(StoreStateError, match="another process"):
             MessageStore(root, CFG).start()
-        assert snapshot(root) == before
+        assert file_hashes(root) == before
     finally:
         holder.stdin.close()
         holder.wait(timeout=60)

@@ -138,7 +138,7 @@ def test_verify_reports_keys_a_rocketmq_style_recovery_lost(tmp_path, monkeypatc
     (RocketMQ 4.9.8) and shut down: the new index file starts at the walk's first record, and
     verify names the records before it."""
     root, cfg, keys = written_then_killed(tmp_path, count=25)
-    monkeypatch.setattr(recovery, "reindex_before", lambda store, start: None)
+    monkeypatch.setattr(recovery, "reindex_before", lambda commit_log, dispatcher, start: None)
     store = MessageStore(root, cfg)
     store.start()
     try:

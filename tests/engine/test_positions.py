@@ -21,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import manifest
+from conftest import manifest, wait_until
 from rmqstore import Message, MessageStore, StoreConfig
 from rmqstore.allocate import AllocateMappedFileService, TransientStorePool
 from rmqstore.config import FlushDiskType
@@ -33,16 +33,7 @@ FILE_SIZE = 64 * 1024
 KEYS = ("wrotePosition", "committedPosition", "flushedPosition", "hasWriteBuffer")
 
 
-def wait_until(cond, timeout: float = 5.0, step: float = 0.005) -> bool:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(step)
-    return True
-
-
-def snapshot(name: str, label: str) -> list[dict]:
+def manifest_files(name: str, label: str) -> list[dict]:
     return next(p for p in manifest(name)["positions"] if p["label"] == label)["files"]
 
 
@@ -66,7 +57,7 @@ def run_manifest_puts(name: str, root) -> MessageStore:
             # next one filled); on a loaded machine ours may lag, and a pool of 5 buffers can then
             # run dry -- legal, but not what the fixture shows.  Pace the puts to the fixture's shape.
             files = len(store.commit_log.mapped_file_queue.mapped_files)
-            assert wait_until(lambda: full_files_handed_back_their_buffers(store))
+            wait_until(lambda: full_files_handed_back_their_buffers(store), what="the full files' buffers handed back")
         r = store.put_message(Message(
             topic=p["inputTopic"], queue_id=p["inputQueueId"], sys_flag=p["inputSysFlag"],
             properties=p["inputProperties"] or "", body=bytes.fromhex(p["body"]), flag=p["flag"],
@@ -82,7 +73,7 @@ def run_manifest_puts(name: str, root) -> MessageStore:
 def test_positions_after_puts_and_after_shutdown_match_the_manifest(name, tmp_path):
     m = manifest(name)
     cfg = m["config"]
-    theirs = snapshot(name, "after_all_puts_t+0")
+    theirs = manifest_files(name, "after_all_puts_t+0")
     store = run_manifest_puts(name, tmp_path)
     try:
         ours = store.positions()
@@ -111,7 +102,7 @@ def test_positions_after_puts_and_after_shutdown_match_the_manifest(name, tmp_pa
                 files = store.positions()
                 return all(f["committedPosition"] == FILE_SIZE and not f["hasWriteBuffer"] for f in files[:-1])
 
-            assert wait_until(full_files_committed), store.positions()
+            wait_until(full_files_committed, what=lambda: f"the full files committed: {store.positions()}")
             ours = store.positions()
             for f in ours[:-1]:
                 assert f["wrotePosition"] == f["committedPosition"] == f["readPosition"] == FILE_SIZE
@@ -124,7 +115,7 @@ def test_positions_after_puts_and_after_shutdown_match_the_manifest(name, tmp_pa
                 assert f["flushedPosition"] <= f["committedPosition"]
     finally:
         store.shutdown()
-    assert shape(store.positions()) == shape(snapshot(name, "after_shutdown"))
+    assert shape(store.positions()) == shape(manifest_files(name, "after_shutdown"))
     assert sorted(os.listdir(tmp_path / "commitlog")) == [f["file"] for f in theirs]
 
 
@@ -140,7 +131,7 @@ def test_sync_flush_positions_after_every_hundred_puts(tmp_path):
                 body=bytes.fromhex(p["body"]), born_timestamp=p["bornTimestamp"],
                 born_host=p["bornHost"])).ok
             if i % 100 == 0:
-                assert shape(store.positions()) == shape(snapshot(name, f"after_put_{i}"))
+                assert shape(store.positions()) == shape(manifest_files(name, f"after_put_{i}"))
 
 
 # -- positions are ordered at every instant ------------------------------------------------
@@ -206,7 +197,7 @@ def test_flushed_read_wrote_are_ordered_while_puts_run(mode, sizes, pause_every)
             if mode == "sync":
                 assert store.commit_log.mapped_file_queue.flushed_where >= expected_end
             seen = sampler.samples
-            assert wait_until(lambda: sampler.samples > seen + 10)  # and sample while the services catch up
+            wait_until(lambda: sampler.samples > seen + 10, what="ten more samples")  # and sample while the services catch up
         finally:
             sampler.stop.set()
             sampler.join()
@@ -429,12 +420,12 @@ def test_allocate_service_pre_creates_the_next_next_file(tmp_path):
     try:
         mf = svc.put_request_and_return_mapped_file(paths[0], paths[1], FILE_SIZE)
         assert mf is not None and mf.file_name == paths[0]
-        assert wait_until(lambda: svc.created == 2), "next-next file made ahead of need"
+        wait_until(lambda: svc.created == 2, what="next-next file made ahead of need")
         assert os.path.getsize(paths[1]) == FILE_SIZE
         # the next rollover gets the file already made
         mf2 = svc.put_request_and_return_mapped_file(paths[1], paths[2], FILE_SIZE)
         assert mf2.file_name == paths[1]
-        assert wait_until(lambda: svc.created == 3)
+        wait_until(lambda: svc.created == 3, what="a third file made")
         assert os.path.exists(paths[2])
         time.sleep(0.05)
         assert svc.created == 3, "file 1 was not made twice"
@@ -453,12 +444,12 @@ def test_store_rollover_finds_the_following_file_on_disk(tmp_path):
     try:
         while store.get_max_phy_offset() < FILE_SIZE + 100:  # roll over into file 1
             assert store.put_message(Message(topic="Roll", body=b"x" * 3000)).ok
-        assert wait_until(lambda: (folder / f"{2 * FILE_SIZE:020d}").exists()), sorted(os.listdir(folder))
+        wait_until(lambda: (folder / f"{2 * FILE_SIZE:020d}").exists(), what=lambda: sorted(os.listdir(folder)))
         assert len(store.commit_log.mapped_file_queue.mapped_files) == 2, "file 2 is made, not yet used"
         # keep writing into file 2: it is the pre-made one, and file 3 appears in turn
         while store.get_max_phy_offset() < 2 * FILE_SIZE + 100:
             assert store.put_message(Message(topic="Roll", body=b"y" * 3000)).ok
-        assert wait_until(lambda: (folder / f"{3 * FILE_SIZE:020d}").exists())
+        wait_until(lambda: (folder / f"{3 * FILE_SIZE:020d}").exists(), what="the third file")
     finally:
         store.shutdown()
     assert sorted(os.listdir(folder)) == [f"{i * FILE_SIZE:020d}" for i in range(3)]

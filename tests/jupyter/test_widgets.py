@@ -489,7 +489,7 @@ def test_inspector_of_a_running_store(small_store):
 
 
 def test_fast_open_finds_the_same_end_as_open_store():
-    from rmqstore.widgets._fast_open import open_fast
+    from rmqstore.fast_open import open_fast
 
     for path in [SAMPLE] + [FIXTURES / n for n in ("basic", "boundary", "txn_delay", "flush_async", "flush_sync",
                                                    "flush_tsp", "crash")]:

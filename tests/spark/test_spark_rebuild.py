@@ -28,7 +28,7 @@ import pytest
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
-from conftest import FIXTURES, PUT_FIXTURES, manifest  # noqa: E402
+from conftest import FIXTURES, PUT_FIXTURES, files_under, manifest, snapshot  # noqa: E402
 
 from rmqstore.config import StoreConfig  # noqa: E402
 from rmqstore.errors import StoreError  # noqa: E402
@@ -40,14 +40,6 @@ from rmqstore.store import MessageStore  # noqa: E402
 from rmqstore.store_dir import infer_config  # noqa: E402
 from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,  # noqa: E402
                               TRANSACTION_ROLLBACK_TYPE)
-
-
-def files_under(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    return {rel: ((root / rel).stat().st_size, (root / rel).stat().st_mtime_ns) for rel in files_under(root)}
 
 
 def assert_same_as_dispatch(ours: Path, theirs: Path, result) -> list[str]:

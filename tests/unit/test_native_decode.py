@@ -163,12 +163,14 @@ def test_a_host_callable_that_raises_is_an_error_not_a_crash():
 
 
 def test_the_c_magic_codes_are_the_layout_tables():
+    """(Every other constant of every module: tests/unit/test_native_constants.py.)"""
     from rmqstore import layout
     from rmqstore.walk import MIN_RECORD_SIZE
 
     c = compiled_module("_cdecode").CONSTANTS
-    assert c == {"MESSAGE_MAGIC_CODE": layout.MESSAGE_MAGIC_CODE, "MESSAGE_MAGIC_CODE_V2": layout.MESSAGE_MAGIC_CODE_V2,
-                 "BLANK_MAGIC_CODE": layout.BLANK_MAGIC_CODE, "MIN_RECORD_SIZE": MIN_RECORD_SIZE}
+    assert {k: c[k] for k in ("MESSAGE_MAGIC_CODE", "MESSAGE_MAGIC_CODE_V2", "BLANK_MAGIC_CODE", "MIN_RECORD_SIZE")} \
+        == {"MESSAGE_MAGIC_CODE": layout.MESSAGE_MAGIC_CODE, "MESSAGE_MAGIC_CODE_V2": layout.MESSAGE_MAGIC_CODE_V2,
+            "BLANK_MAGIC_CODE": layout.BLANK_MAGIC_CODE, "MIN_RECORD_SIZE": MIN_RECORD_SIZE}
 
 
 # -- joined columns (the Spark source's form) ------------------------------------------------------------------

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_FIXTURES, FIXTURES, compiled_module
+from conftest import ALL_FIXTURES, FIXTURES, compiled_module, files_under
 from rmqstore.config import StoreConfig
 from rmqstore.dispatch import MAX_BATCH, delay_table, reput_segment, reput_segment_native
 from rmqstore.errors import StoreError
@@ -119,10 +119,6 @@ def tiny_config(native: bool, cq_units: int, slots: int, entries: int) -> StoreC
                        max_hash_slot_num=slots, max_index_num=entries)
 
 
-def files_under(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
-
-
 def assert_same_derived_files(a: Path, b: Path) -> None:
     """Identical consume-queue files; identical index contents, files matched in name order."""
     cq = files_under(b / "consumequeue")
@@ -148,12 +144,12 @@ class Side:
 
     def dispatch(self, buf, start: int, readable: int):
         store = self.store
-        levels = store.commit_log._delay_levels
+        levels = store.commit_log.delay_levels
         if self.cdispatch is None:
-            end, done, failure = reput_segment(buf, 0, start, readable, store.do_dispatch, levels)
+            end, done, failure = reput_segment(buf, 0, start, readable, store.dispatcher.dispatch, levels)
         else:
-            end, done, failure = reput_segment_native(self.cdispatch, store, buf, 0, start, readable, levels,
-                                                      delay_table(levels))
+            end, done, failure = reput_segment_native(self.cdispatch, store.dispatcher, buf, 0, start, readable,
+                                                      levels, delay_table(levels))
         def words(text):
             return text.replace(str(self.root), "<root>")
 
@@ -458,13 +454,13 @@ def test_the_compiled_path_takes_runs_in_bulk(tmp_path):
     native, pure = two_sides(tmp_path, (1000, 64, 1000), cd)
     calls = {"native": 0, "pure": 0}
     for name, side in (("native", native), ("pure", pure)):
-        do_dispatch = side.store.do_dispatch
+        dispatch = side.store.dispatcher.dispatch
 
-        def counted(req, name=name, do_dispatch=do_dispatch):
+        def counted(req, name=name, dispatch=dispatch):
             calls[name] += 1
-            do_dispatch(req)
+            dispatch(req)
 
-        side.store.do_dispatch = counted
+        side.store.dispatcher.dispatch = counted
     try:
         assert native.dispatch(buf, 0, len(buf)) == pure.dispatch(buf, 0, len(buf))
     finally:

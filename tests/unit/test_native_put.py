@@ -102,13 +102,13 @@ def _run_both(ops, file_size: int, **config):
         with tempfile.TemporaryDirectory() as root:
             store = _store(root, native_on, file_size, **config)
             try:
-                assert (store._putter is not None) is native_on
+                assert (store.put_path.putter is not None) is native_on
                 results = [_result(store.put_message(item) if kind == "single" else store.put_messages(item))
                            for kind, item in ops]
             finally:
                 store.shutdown()
             out.append((results, _files(root), dict(store.commit_log.topic_queue_table), _stats(store),
-                         store._putter.counters()["ok"] if native_on else 0))
+                         store.put_path.putter.counters()["ok"] if native_on else 0))
     return out
 
 
@@ -217,9 +217,9 @@ def test_a_tracer_or_a_lock_held_too_long_sends_the_put_to_the_pure_path(tmp_pat
     try:
         msg = _plain(1)[1]
         assert store.put_message(msg).ok  # (the pure path checks the topic)
-        assert store._putter.put(msg) is not None
+        assert store.put_path.putter.put(msg) is not None
         store.commit_log.begin_time_in_lock = 1  # a writer inside the lock since 1970: page cache busy
-        assert store._putter.put(msg) is None  # the pure path answers OS_PAGECACHE_BUSY
+        assert store.put_path.putter.put(msg) is None  # the pure path answers OS_PAGECACHE_BUSY
         assert store.put_message(msg).status.name == "OS_PAGECACHE_BUSY"
         store.commit_log.begin_time_in_lock = 0
         held, done = threading.Event(), threading.Event()
@@ -233,7 +233,7 @@ def test_a_tracer_or_a_lock_held_too_long_sends_the_put_to_the_pure_path(tmp_pat
         t.start()
         held.wait(10)
         answers = []
-        waiter = threading.Thread(target=lambda: answers.append(store._putter.put(msg)))
+        waiter = threading.Thread(target=lambda: answers.append(store.put_path.putter.put(msg)))
         waiter.start()
         waiter.join(0.3)
         assert waiter.is_alive() and answers == []  # the compiled put waits for the lock, the GIL let go
@@ -248,13 +248,13 @@ def test_a_tracer_or_a_lock_held_too_long_sends_the_put_to_the_pure_path(tmp_pat
                 events.append(stage)
 
         store.tracer = Tracer()
-        assert store._putter.put(msg) is None
+        assert store.put_path.putter.put(msg) is None
         assert store.put_message(msg).ok and "encode" in events
         store.tracer = None
         assert store.put_message(msg).append_result.logics_offset == 4  # 0, 1, the waiter's 2, the traced 3
     finally:
         store.shutdown()
-    assert store._putter.put(msg) is None  # shut down: the pure path refuses it
+    assert store.put_path.putter.put(msg) is None  # shut down: the pure path refuses it
 
 
 def test_fixtures_replayed_through_the_native_put_give_rocketmq_bytes(tmp_path):
@@ -262,7 +262,7 @@ def test_fixtures_replayed_through_the_native_put_give_rocketmq_bytes(tmp_path):
 
     for name in ("basic", "txn_delay", "flush_async", "flush_tsp"):
         replay = Replay(name, tmp_path / name)
-        assert replay.store._putter is not None
+        assert replay.store.put_path.putter is not None
         assert replay.store.stats.native()["ok"] > 0, name
         test_every_put_ok_result_matches(replay)
         test_commitlog_files_are_byte_identical(replay)

@@ -12,7 +12,6 @@ aside (each record's keys are checked by the rules), which one test pins too.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import tempfile
 from contextlib import contextmanager
@@ -23,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from conftest import ALL_FIXTURES, FIXTURES, commitlog_files, compiled_module, walk_file
+from conftest import ALL_FIXTURES, FIXTURES, commitlog_files, compiled_module, copy_store, walk_file
 from rmqstore import native
 from rmqstore.crc import crc32
 from rmqstore.record import BlankRecord
@@ -66,14 +65,6 @@ def both(root: Path, cap: float = DETAIL_CAP, run_bytes: int = bulk.RUN_BYTES) -
     return lines(fast), lines(pure), calls[0]
 
 
-def copy_store(name: str, tmp: str, drop_index: bool = True) -> Path:
-    root = Path(tmp) / "store"
-    shutil.copytree(FIXTURES / name / "store", root)
-    if drop_index and (root / "index").exists():
-        shutil.rmtree(root / "index")
-    return root
-
-
 def records(name: str) -> list[tuple[str, int, object]]:
     """(commitlog rel, position, record) of every message record of a fixture."""
     out = []
@@ -94,7 +85,7 @@ def queue_files(name: str) -> list[tuple[str, int]]:
 @pytest.mark.parametrize("run_bytes", [bulk.RUN_BYTES, 2048, 91])
 @pytest.mark.parametrize("name", ALL_FIXTURES)
 def test_every_fixture_gives_the_same_report(name, run_bytes, tmp_path):
-    root = copy_store(name, str(tmp_path))
+    root = copy_store(name, str(tmp_path), drop_index=True)
     fast, pure, calls = both(root, run_bytes=run_bytes)
     assert fast == pure
     assert calls > 0  # the bulk pass ran
@@ -103,7 +94,7 @@ def test_every_fixture_gives_the_same_report(name, run_bytes, tmp_path):
 
 @pytest.mark.parametrize("name", ["basic", "txn_delay"])
 def test_with_an_index_the_rules_check_every_record(name, tmp_path):
-    root = copy_store(name, str(tmp_path), drop_index=False)
+    root = copy_store(name, str(tmp_path))
     fast, pure, calls = both(root)
     assert fast == pure
     assert calls == 0  # keys against the index: the pure walk
@@ -181,7 +172,7 @@ def damage(draw, name: str):
 def test_damaged_copies_give_the_same_report(faults, cap, run_bytes):
     name = faults[0][0]
     with tempfile.TemporaryDirectory() as tmp:
-        root = copy_store(name, tmp)
+        root = copy_store(name, tmp, drop_index=True)
         for _, _what, apply in faults:
             apply(root)
         fast, pure, _calls = both(root, cap, run_bytes)
@@ -266,7 +257,7 @@ def test_read_only_open_recovers_the_same_queues_both_ways(name, tmp_path):
     from rmqstore.store import open_store
 
     compiled_module("_cdecode")
-    root = copy_store(name, str(tmp_path), drop_index=False)
+    root = copy_store(name, str(tmp_path))
     rel, pos, rec = records(name)[len(records(name)) // 2]
     _flip(root / rel, pos + 8, 1)  # a bad CRC: recovery ends the log there and cuts the queues
 
@@ -290,7 +281,7 @@ def test_a_store_asking_for_the_pure_path_recovers_its_queues_in_python(tmp_path
     from rmqstore.store import open_store
     from rmqstore.store_dir import infer_config
 
-    root = copy_store("basic", str(tmp_path), drop_index=False)
+    root = copy_store("basic", str(tmp_path))
     sizes = infer_config(root)
     real = native.module
     for use_native in (False, True):
@@ -308,7 +299,7 @@ def test_a_store_asking_for_the_pure_path_recovers_its_queues_in_python(tmp_path
 def test_every_record_damaged_gives_the_same_report(name, tmp_path):
     """Every record's body CRC wrong (a log the rules see record by record): the same report, each
     record counted once."""
-    root = copy_store(name, str(tmp_path))
+    root = copy_store(name, str(tmp_path), drop_index=True)
     recs = records(name)
     for rel, pos, _rec in recs:
         _flip(root / rel, pos + 8, 0x40)
