@@ -313,7 +313,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="ACL access key (default $RMQSTORE_ACCESS_KEY)")
         p.add_argument("--secret-key", default=os.environ.get("RMQSTORE_SECRET_KEY"),
                        help="ACL secret key (default $RMQSTORE_SECRET_KEY)")
-        p.set_defaults(_admin_run=spec.run, _parser=p)
+        p.set_defaults(admin_run=spec.run, command_parser=p)
 
 
 def show(io: Streams, blocks: list[text.Block]) -> None:
@@ -343,7 +343,7 @@ def _run(args: argparse.Namespace, io: Streams) -> int:
         raise CliError(f"-n {namesrv!r}: {exc}") from None
     try:
         while True:
-            blocks, data = admin.call(args._admin_run(admin.aio, args))
+            blocks, data = admin.call(args.admin_run(admin.aio, args))
             if args.json:
                 json_out(io, data)
             else:
