@@ -27,7 +27,7 @@ packages when the parser is built; they import nothing from this module.
     its own, and prepared-transaction offsets that point at a loaded record follow it).
     The sizes come from ``--like OTHER``: every size of OTHER's files -- commitlog
     segments, consume-queue files, index slots and entries (read off an index file's
-    header, slot table and entry chains, :func:`rmqstore.store_dir.index_dimensions`) --
+    header, slot table and entry chains, :func:`rmqstore.store_sizes.index_dimensions`) --
     so the copy opens in a broker configured like the original; OTHER may also be a
     fixture folder with ``store/`` and ``manifest.json`` (whose flush settings are used
     too).  Or from ``--commitlog-file-size``, ``--consume-queue-file-size``,

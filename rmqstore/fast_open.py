@@ -132,7 +132,7 @@ def open_fast(path, config=None):  # noqa: C901 -- the opening steps in order, e
     Returns ``(store, info)``; ``info`` says how the end was found.  ``close()`` the store.
     """
     from .store import MessageStore
-    from .store_dir import infer_config
+    from .store_sizes import infer_config
 
     t0 = time.perf_counter()
     root = resolve_store_root(path)

@@ -41,7 +41,7 @@ from .file_space import disk_problem, reserve_space, size_and_reserve
 from .mapped_file import advise_random
 from .properties import java_string_hash
 from .read_maps import ReadMap
-from .store_dir import index_size
+from .store_sizes import index_size
 
 __all__ = ["IndexFile", "index_key_hash", "index_file_size", "index_capacity"]
 

@@ -437,12 +437,13 @@ class MessageStore:
 def open_store(path, read_only: bool = True, config: StoreConfig | None = None) -> MessageStore:
     """Open any store directory (RocketMQ 4.x/5.x, ours, a live broker's) -- by default without writing.
 
-    Sizes come from the files (:func:`rmqstore.store_dir.infer_config`) unless ``config``
+    Sizes come from the files (:func:`rmqstore.store_sizes.infer_config`) unless ``config``
     is given.  A read-only store maps every file read-only and never creates, truncates,
     locks or deletes anything; ``close()`` it when done.  With ``read_only=False`` the
     store is loaded (recovered) and started for writing.
     """
-    from .store_dir import infer_config, resolve_store_root
+    from .store_dir import resolve_store_root
+    from .store_sizes import infer_config
 
     root = resolve_store_root(path)
     config = config or infer_config(root)

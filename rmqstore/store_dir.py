@@ -3,7 +3,8 @@
 RocketMQ keeps no description of a store next to it: the files are found by listing
 folders.  This module is the one place that lists a store folder (:func:`list_store_files`);
 the sizes the files show (segment sizes, index dimensions, :class:`StoreSizes`) are read off
-them by :mod:`rmqstore.store_sizes`, whose names this module re-exports.
+them by :mod:`rmqstore.store_sizes`, which lists folders with this module (so this one never
+imports it).
 
 Which entries of a folder are files of the store:
 
@@ -39,22 +40,14 @@ import mmap
 import os
 import stat
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from .errors import StoreError
 from .store_paths import NAME_DIGITS, commitlog_dir, consume_queue_root, is_commitlog_dir, parse_file_name
 
-if TYPE_CHECKING:  # re-exported (see __getattr__); imported lazily, since store_sizes lists folders with this module
-    from .store_sizes import (StoreSizes, commitlog_segment_size, consume_queue_file_size,
-                              default_index_dimensions, guess_sizes, holds_record, index_dimensions,
-                              index_file_dimensions, index_size, infer_config, most_common_size)
-
-__all__ = ["infer_config", "resolve_store_root", "commitlog_segment_size", "consume_queue_file_size",
-           "index_dimensions", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
+__all__ = ["resolve_store_root", "list_store_files", "FolderListing", "StoreFile", "StrayFile", "UnusableFile",
            "parse_file_name", "grid_problem", "data_extents", "data_in", "first_nonzero", "count_nonzero",
-           "file_is_all_zero", "holds_record", "MAX_FILE_SIZE", "MAX_OFFSET",
-           "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
-           "readable_store_files", "list_names", "queue_folders", "default_index_dimensions", "is_shape_error"]
+           "file_is_all_zero", "MAX_FILE_SIZE", "MAX_OFFSET", "readable_store_files", "list_names", "queue_folders",
+           "is_shape_error"]
 
 #: the largest file RocketMQ maps (``MappedFile.fileSize`` and the configured sizes are ``int``)
 MAX_FILE_SIZE = 2**31 - 1
@@ -328,16 +321,3 @@ def queue_folders(root: str):
         for qid in list_names(os.path.join(base, topic)):
             yield os.path.join(base, topic, qid)
 
-
-_SIZES = ("infer_config", "commitlog_segment_size", "consume_queue_file_size", "index_dimensions", "holds_record",
-          "index_file_dimensions", "index_size", "StoreSizes", "guess_sizes", "most_common_size",
-          "default_index_dimensions")
-
-
-def __getattr__(name: str) -> Any:
-    """The size inference's names, from :mod:`rmqstore.store_sizes` (where they live)."""
-    if name in _SIZES:
-        from . import store_sizes
-
-        return getattr(store_sizes, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 The sizes of the new store (segment, consume-queue file, index slots and entries) come
 from ``--like OTHER``, from explicit options, or -- with ``--append`` -- from the store's
-own files (:func:`rmqstore.store_dir.infer_config`); the records are replayed by
+own files (:func:`rmqstore.store_sizes.infer_config`); the records are replayed by
 :class:`rmqstore.replay.Loader`, which checks that each lands where it was recorded.
 """
 
@@ -18,7 +18,7 @@ from ..dumpfmt import DumpFormatError
 from ..errors import RmqStoreError
 from ..replay import Loader
 from ..scan import find_commitlog_dir, list_segments
-from ..store_dir import infer_config
+from ..store_sizes import infer_config
 from ..store_paths import COMMITLOG_DIR
 from .terminal import PROG, EXIT_OK, CliError, Command, Streams, positive_int, progress_bar
 

@@ -40,7 +40,8 @@ from ..consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue, consume_queue_ids,
 from ..errors import StoreError
 from ..layout import CONSUME_QUEUE_UNIT
 from ..scan import find_commitlog_dir, list_segments
-from ..store_dir import consume_queue_file_size, resolve_store_root
+from ..store_dir import resolve_store_root
+from ..store_sizes import consume_queue_file_size
 from ._columns import arrow_schema, layout_columns
 from ._options import source_paths
 

@@ -8,7 +8,7 @@ store's lookups walk, including its guard against a damaged counter that would r
 past the file.
 
 The file size alone does not say how many slots and entries an index file has (``40 +
-4*slots + 20*entries``); :func:`rmqstore.store_dir.index_dimensions` reads them off the
+4*slots + 20*entries``); :func:`rmqstore.store_sizes.index_dimensions` reads them off the
 files' contents (falling back to RocketMQ's ratio ``entries = 4 * slots`` when no file
 holds a key) unless options ``hashSlotNum`` and ``indexNum`` say otherwise.
 
@@ -29,7 +29,8 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 from ..errors import StoreError
 from ..index import IndexFile, index_file_size
 from ..layout import INDEX_ENTRY, INDEX_HEADER
-from ..store_dir import index_dimensions, list_store_files, resolve_store_root
+from ..store_dir import list_store_files, resolve_store_root
+from ..store_sizes import index_dimensions
 from ..store_paths import index_dir
 from ._columns import arrow_schema, layout_columns
 from ._options import source_paths

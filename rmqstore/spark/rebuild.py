@@ -56,7 +56,8 @@ from ..errors import StoreError
 from ..index import IndexFile, index_file_name
 from ..properties import KEY_SEPARATOR
 from ..scan import find_commitlog_dir, list_segments
-from ..store_dir import infer_config, resolve_store_root
+from ..store_dir import resolve_store_root
+from ..store_sizes import infer_config
 from ..store_paths import CONSUME_QUEUE_DIR, INDEX_DIR, consume_queue_root, index_dir as index_dir_of
 from ..sysflag import gets_index_entries, gets_queue_unit
 from ..walk import End, step
@@ -344,7 +345,7 @@ def rebuild(spark, store, out_dir, *, config: StoreConfig | None = None, split_s
 
     ``store`` is a store directory (or a fixture folder holding ``store/``).  Sizes -- consume-queue
     file size, index hash slots and entries, delay levels -- come from ``config``, by default from the
-    store's own files (:func:`rmqstore.store_dir.infer_config`).  The files equal, byte for byte, what
+    store's own files (:func:`rmqstore.store_sizes.infer_config`).  The files equal, byte for byte, what
     the engine's dispatch writes for that log with that config; index file names follow the rule in
     the module docstring (``tz`` formats them).  Needs the ``rmqstore.commitlog`` source registered
     (:func:`rmqstore.spark.register`).  Raises :class:`~rmqstore.errors.StoreError` for a path that is

@@ -28,7 +28,8 @@ the whole walk stays on the pure path.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from array import array
+from typing import TYPE_CHECKING, Protocol
 
 from .. import native
 from ..dispatch import delay_table
@@ -36,15 +37,38 @@ from ..record import decode_record
 from .queue_rules import CQ_UNIT
 
 if TYPE_CHECKING:
-    from .files import MappedFile
-    from .logwalk import LogWalk
+    from ..store_sizes import StoreSizes
+    from .files import MappedFile, QueueView
+    from .report import VerifyReport
+    from .rules import QueueOffsets
 
-__all__ = ["BulkTools", "bulk_tools", "walk_segment_bulk", "RUN_BYTES"]
+__all__ = ["BulkTools", "bulk_tools", "walk_segment_bulk", "RUN_BYTES", "RANGE_END", "Walk"]
+
+#: verify's walk stopped at a byte range's end (not an end of the segment)
+RANGE_END = "range_end"
 
 #: bytes of log one parse takes at most (the pages behind it are then released)
 RUN_BYTES = 32 << 20
 _MAX_RECORDS = 1 << 20
 _SMALL_RUN = 64 << 10
+
+
+class Walk(Protocol):
+    """What the bulk pass reads and sets of the walk it speeds up (:class:`~rmqstore.verify.logwalk.LogWalk`,
+    which calls it): the walk's own state, its one-record judgement and its pure segment walk."""
+
+    sizes: StoreSizes
+    report: VerifyReport
+    starts: array[int]
+    data_end: int
+    max_store_ts: int
+    queues: dict[tuple[str, int], QueueView]
+    queue_offsets: QueueOffsets
+
+    def judge_record(self, phys: int, rel: str, pos: int, rec, delay_levels) -> None: ...
+
+    def walk_segment(self, start: int, f: MappedFile, seg_size: int, pos: int = 0,
+                     stop: int | None = None) -> tuple[str, int]: ...
 
 
 class BulkTools:
@@ -67,10 +91,8 @@ def bulk_tools(switch: bool | None, delay_levels: dict[int, int], has_index: boo
     return BulkTools(cdispatch, cdecode, delays)
 
 
-def walk_segment_bulk(v: LogWalk, tools: BulkTools, start: int, f: MappedFile, seg_size: int) -> tuple[str, int]:
+def walk_segment_bulk(v: Walk, tools: BulkTools, start: int, f: MappedFile, seg_size: int) -> tuple[str, int]:
     """:meth:`LogWalk.walk_segment` of a whole segment, the bulk way; the same ``(state, p)``."""
-    from .logwalk import RANGE_END, LogWalk
-
     buf, n, pos, run = f.buf, f.size, 0, RUN_BYTES
     while True:
         lim = min(n, pos + run)
@@ -83,14 +105,14 @@ def walk_segment_bulk(v: LogWalk, tools: BulkTools, start: int, f: MappedFile, s
             facts = tools.facts(buf, start, pos, batch.stop_pos)
         count, stop, starts, max_ts, _ = facts
         if count != batch.count or stop != batch.stop_pos:  # cannot happen: both follow the same sizes
-            return LogWalk.walk_segment(v, start, f, seg_size, pos=pos)
+            return v.walk_segment(start, f, seg_size, pos=pos)
         absorb(v, batch, buf, start, f.rel, starts, max_ts)
         f.release(pos, stop)
         pos = stop
         if batch.stop == tools.more:
             continue
         # the position the parse would not take: one record (or the end) by the pure walk
-        state, p = LogWalk.walk_segment(v, start, f, seg_size, pos=pos, stop=pos + 1)
+        state, p = v.walk_segment(start, f, seg_size, pos=pos, stop=pos + 1)
         if state != RANGE_END:
             return state, p
         # a record across the run's limit lets the next run grow; one the rules took inside it (damage,
@@ -99,7 +121,7 @@ def walk_segment_bulk(v: LogWalk, tools: BulkTools, start: int, f: MappedFile, s
         pos = p
 
 
-def absorb(v: LogWalk, batch, buf, start: int, rel: str, starts: bytes, max_ts: int | None) -> None:
+def absorb(v: Walk, batch, buf, start: int, rel: str, starts: bytes, max_ts: int | None) -> None:
     """The records of one parsed run: the silent ones in bulk, the rest through the rules, in log order."""
     if not batch.count:
         return
@@ -119,7 +141,7 @@ def absorb(v: LogWalk, batch, buf, start: int, rel: str, starts: bytes, max_ts: 
     v.data_end = start + batch.stop_pos
 
 
-def matched_group(v: LogWalk, key: tuple[str, int], first: int, units: bytes, run: int) -> bool:
+def matched_group(v: Walk, key: tuple[str, int], first: int, units: bytes, run: int) -> bool:
     """True (and the units marked, the queue's next offset set) when the units one run of records
     would dispatch to ``key`` are the consume queue's bytes, in its bounds, continuing its line."""
     k = len(units) // CQ_UNIT

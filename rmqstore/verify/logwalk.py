@@ -32,14 +32,12 @@ from ..walk import End, walk_segment
 from . import index_rules as ir
 from . import queue_rules as qr
 from . import rules
-from .bulk import BulkTools, bulk_tools, walk_segment_bulk
+from .bulk import RANGE_END, BulkTools, bulk_tools, walk_segment_bulk
 from .files import MappedFile, QueueView
 from .report import Problem, VerifyReport
 
 __all__ = ["LogWalk", "RANGE_END", "RECOVERED_END"]
 
-#: verify's walk stopped at a byte range's end (not an end of the segment)
-RANGE_END = "range_end"
 #: verify's walk stopped at a record recovery rejects, where recovery ends the log
 RECOVERED_END = "recovered_end"
 #: the walk drops what it has read from memory every this many bytes (its peak RSS, not its reads)

@@ -355,7 +355,7 @@ def test_load_like_copies_every_file_size(tmp_path, like):
 
 
 def test_index_dimensions_come_from_the_files():
-    from rmqstore.store_dir import index_dimensions, infer_config
+    from rmqstore.store_sizes import index_dimensions, infer_config
 
     for name in ("basic", "boundary", "txn_delay", "flush_async", "crash"):
         assert index_dimensions(str(FIXTURES / name / "store")) == (100, 400), name
@@ -386,7 +386,7 @@ def _write_index_store(root: Path, slots: int, entries: int, keys: int):
     (60, 300, 299),     # one entry short of full
 ])
 def test_index_dimensions_other_ratios(tmp_path, slots, entries, keys):
-    from rmqstore.store_dir import index_dimensions
+    from rmqstore.store_sizes import index_dimensions
 
     _write_index_store(tmp_path / "s", slots, entries, keys)
     assert index_dimensions(str(tmp_path / "s")) == (slots, entries)
@@ -394,7 +394,7 @@ def test_index_dimensions_other_ratios(tmp_path, slots, entries, keys):
 
 def test_index_dimensions_of_keyless_files_are_ambiguous(tmp_path):
     from rmqstore.errors import StoreError
-    from rmqstore.store_dir import index_dimensions
+    from rmqstore.store_sizes import index_dimensions
 
     _write_index_store(tmp_path / "s", 7, 1000, 0)
     with pytest.raises(StoreError, match="no index file holds a key.*max_hash_slot_num"):

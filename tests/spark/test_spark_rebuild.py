@@ -37,7 +37,7 @@ from rmqstore.layout import INDEX_HEADER  # noqa: E402
 from rmqstore.message import Message  # noqa: E402
 from rmqstore.spark.rebuild import rebuild  # noqa: E402
 from rmqstore.store import MessageStore  # noqa: E402
-from rmqstore.store_dir import infer_config  # noqa: E402
+from rmqstore.store_sizes import infer_config  # noqa: E402
 from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,  # noqa: E402
                               TRANSACTION_ROLLBACK_TYPE)
 

@@ -236,6 +236,47 @@ def test_the_checks_see_real_imports():
                                                          MODULES["rmqstore.verify.local"])  # a lazy import counts
 
 
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of two or more modules in ``graph`` (module -> modules it imports):
+    each group is a circle of imports, lazy or for the type checker only, which one-way layers cannot hold."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:  # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = stack[stack.index(v):]
+            del stack[stack.index(v):]
+            if len(group) > 1:
+                circles.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_circle():
+    graph = {m: {t for t, _ in imports_of(m, p) if t != m and t in MODULES} for m, p in MODULES.items()}
+    circles = import_circles(graph)
+    assert not circles, "modules that import each other (put what both need in one, below the other):\n" + "\n".join(
+        " <-> ".join(c) for c in circles)
+
+
+def test_the_circle_check_finds_circles():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "e"}, "e": {"d"}, "f": set()}
+    assert import_circles(graph) == [["a", "b", "c"], ["d", "e"]]
+
+
 
 #: the longest a module may be (issue 14, Done means 2): past it a module holds more than one job
 MAX_MODULE_LINES = 500

@@ -279,7 +279,7 @@ def test_a_store_asking_for_the_pure_path_recovers_its_queues_in_python(tmp_path
     import dataclasses
 
     from rmqstore.store import open_store
-    from rmqstore.store_dir import infer_config
+    from rmqstore.store_sizes import infer_config
 
     root = copy_store("basic", str(tmp_path))
     sizes = infer_config(root)

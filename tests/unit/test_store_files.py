@@ -27,8 +27,8 @@ from rmqstore import Message, MessageStore
 from rmqstore.errors import RmqStoreError, StoreError
 from rmqstore.record import MessageRecord
 from rmqstore.store import open_store
-from rmqstore.store_dir import (count_nonzero, data_extents, file_is_all_zero, first_nonzero, infer_config,
-                                 list_store_files)
+from rmqstore.store_dir import count_nonzero, data_extents, file_is_all_zero, first_nonzero, list_store_files
+from rmqstore.store_sizes import infer_config
 from rmqstore.verify import ERROR, verify
 
 UNICODE_ZEROS = "\u0660" * 20  # ARABIC-INDIC DIGIT ZERO: str.isdigit() says yes

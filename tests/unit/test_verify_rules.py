@@ -362,14 +362,14 @@ def test_rules_open_no_file(module):
 def test_verify_guesses_the_sizes_open_store_infers(name):
     from conftest import FIXTURES
 
-    from rmqstore.store_dir import StoreSizes, guess_sizes, infer_config
+    from rmqstore.store_sizes import StoreSizes, guess_sizes, infer_config
 
     root = str(FIXTURES / name / "store")
     assert guess_sizes(root) == StoreSizes.of(infer_config(root))
 
 
 def test_guessed_sizes_follow_the_most_common_file(tmp_path):
-    from rmqstore.store_dir import guess_sizes, most_common_size
+    from rmqstore.store_sizes import guess_sizes, most_common_size
 
     assert most_common_size([3, 5, 5]) == 5 and most_common_size([3, 5], first=3) == 3
     assert most_common_size([30, 40], prefer=lambda s: s % 20 == 0) == 40 and most_common_size([]) is None
