@@ -20,7 +20,6 @@ Python encoder, the put path's (:class:`~rmqstore.message_encoder.MessageEncoder
 
 from __future__ import annotations
 
-import ipaddress
 import struct
 from collections import namedtuple
 from typing import Any, NamedTuple, cast
@@ -42,6 +41,7 @@ from .layout import (
     message_header_struct,
 )
 from .message_encoder import EncodedMessage, MessageEncoder
+from .message_id import MAX_PORT, Address, create_message_id, decode_message_id, socket_address
 from .sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 __all__ = [
@@ -61,86 +61,9 @@ __all__ = [
     "socket_address",
 ]
 
-MAX_PORT = 65535  # a socket port; the record's port field is a 4-byte int and holds more
-
-class Address(NamedTuple):
-    """A socket address as stored: raw IP bytes (4 or 16) and a port."""
-
-    ip: bytes
-    port: int
-
-    @property
-    def is_v6(self) -> bool:
-        return len(self.ip) == 16
-
-    @property
-    def host(self) -> str:
-        return str(ipaddress.ip_address(self.ip))
-
-    def __str__(self) -> str:
-        host = self.host
-        return f"[{host}]:{self.port}" if self.is_v6 else f"{host}:{self.port}"
-
-    @property
-    def packed(self) -> bytes:
-        return self.ip + struct.pack(">i", self.port)
-
-    @classmethod
-    def parse(cls, text: "str | Address | tuple") -> "Address":
-        """Parse ``"1.2.3.4:5"``, ``"[::1]:5"`` or ``("1.2.3.4", 5)``.
-
-        An IPv4-mapped IPv6 address (``::ffff:a.b.c.d``) becomes IPv4, as Java's
-        ``InetAddress`` does.
-        """
-        if isinstance(text, Address):
-            return text
-        if isinstance(text, tuple):
-            if len(text) != 2:
-                raise LayoutError(f"an address tuple is (host, port), got {text!r}")
-            host, port = text
-        else:
-            if not isinstance(text, str):
-                raise LayoutError(f"an address must be 'host:port', got {type(text).__name__}")
-            host, sep, port = text.rpartition(":")
-            if not sep:
-                raise LayoutError(f"address {text!r} has no ':port'")
-            host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
-        if isinstance(host, (bytes, bytearray)):
-            ip = bytes(host)
-            if len(ip) not in (4, 16):
-                raise LayoutError(f"an IP address has 4 or 16 bytes, got {len(ip)}")
-        else:
-            try:
-                addr = ipaddress.ip_address(host)
-            except ValueError as exc:
-                raise LayoutError(f"bad IP address {host!r}") from exc
-            if addr.version == 6 and addr.ipv4_mapped is not None:
-                addr = addr.ipv4_mapped
-            ip = addr.packed
-        try:
-            port = int(port)
-        except (TypeError, ValueError) as exc:
-            raise LayoutError(f"bad port {port!r}") from exc
-        if not -2**31 <= port < 2**31:
-            raise LayoutError(f"port {port} does not fit in an int")
-        return cls(ip, port)
-
-
 #: the put path's encoder for each record version, given whole records (no size limit but the layout's)
 _ENCODERS = {magic: MessageEncoder(2**31 - 1 - 64 * 1024, None, Address.parse, magic_code=magic)
              for magic in (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)}
-
-
-def socket_address(value) -> Address:
-    """:meth:`Address.parse` for a host a producer hands the store: the port must be 0..65535.
-
-    The record's port field is a 4-byte int, so the codec reads and writes any int there
-    (damaged or synthetic records); a put, which stands for a real socket, may not.
-    """
-    addr = Address.parse(value)
-    if not 0 <= addr.port <= MAX_PORT:
-        raise LayoutError(f"port {addr.port} of {value!s} is outside 0..{MAX_PORT}")
-    return addr
 
 
 #: one decoded message record; field names come from the layout table
@@ -286,26 +209,3 @@ def record_field_spans(record: MessageRecord, base: int = 0):
     return message_field_spans(record.sys_flag, len(record.body), len(record.topic.encode("utf-8")),
                                len(record.properties.encode("utf-8")),
                                2 if record.magic_code == MESSAGE_MAGIC_CODE_V2 else 1, base)
-
-
-_OFFSET = struct.Struct(">q")
-
-
-def create_message_id(store_host: Address, physical_offset: int) -> str:
-    """The offset msgId: store IP + port (int) + physical offset (long), upper-case hex."""
-    return (store_host.ip + _I32.pack(store_host.port) + _OFFSET.pack(physical_offset)).hex().upper()
-
-
-def decode_message_id(msg_id: str) -> tuple[Address, int]:
-    """Split an offset msgId (32 hex chars for IPv4, 56 for IPv6) into host and offset."""
-    if not isinstance(msg_id, str) or len(msg_id) not in (32, 56):
-        raise LayoutError(f"a msgId has 32 (IPv4) or 56 (IPv6) hex characters, got {msg_id!r}")
-    try:
-        raw = bytes.fromhex(msg_id)
-    except ValueError:
-        raise LayoutError(f"msgId {msg_id!r} is not hexadecimal") from None
-    if len(raw) * 2 != len(msg_id):  # fromhex skips whitespace
-        raise LayoutError(f"msgId {msg_id!r} is not hexadecimal")
-    ip_len = len(raw) - 12
-    port = _I32.unpack_from(raw, ip_len)[0]
-    return Address(raw[:ip_len], port), _OFFSET.unpack_from(raw, ip_len + 4)[0]

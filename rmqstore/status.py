@@ -59,7 +59,7 @@ class AppendMessageResult:
             if self.store_host is None:
                 self._msg_id = ""
             else:
-                from .record import create_message_id
+                from .message_id import create_message_id
 
                 offsets = self._offsets if self._offsets is not None else (self.wrote_offset,)
                 self._msg_id = ",".join(create_message_id(self.store_host, o) for o in offsets)

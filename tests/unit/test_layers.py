@@ -21,7 +21,7 @@ PACKAGE = ROOT / "rmqstore"
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("layout/codec", (
         "rmqstore.layout", "rmqstore.errors", "rmqstore.config", "rmqstore.crc", "rmqstore.sysflag",
-        "rmqstore.properties", "rmqstore.record", "rmqstore.message_encoder", "rmqstore.message", "rmqstore.status",
+        "rmqstore.properties", "rmqstore.record", "rmqstore.message_id", "rmqstore.message_encoder", "rmqstore.message", "rmqstore.status",
         "rmqstore.dumpfmt", "rmqstore.walk", "rmqstore.fastscan", "rmqstore.ranges",
         "rmqstore.trace", "rmqstore.progress", "rmqstore.native",
     )),
