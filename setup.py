@@ -1,4 +1,4 @@
-"""The optional compiled fast path (rmqstore.native): C extensions built when a compiler is here.
+"""The optional compiled fast path (rmqstore.common.native): C extensions built when a compiler is here.
 
 Everything else about the package is in pyproject.toml.  Each extension is optional, like
 markupsafe's speedups: a build that fails (no compiler, no Python headers, another
@@ -18,7 +18,7 @@ CFLAGS = ["-O3", "-std=c11", "-fno-strict-aliasing", "-Wall", "-Wno-unused-funct
 
 
 def extension(name: str, source: str) -> Extension:
-    return Extension(f"rmqstore.{name}", [os.path.join(SRC, source)], depends=HEADERS,
+    return Extension(f"rmqstore._native.{name}", [os.path.join(SRC, source)], depends=HEADERS,
                      extra_compile_args=CFLAGS if sys.platform != "win32" else [])
 
 

@@ -36,7 +36,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import Message, MessageStore, StoreConfig  # noqa: E402
-from rmqstore.properties import properties_to_string  # noqa: E402
+from rmqstore.format.properties import properties_to_string  # noqa: E402
 from rmqstore.remoting import (FrameDecoder, RemotingClient, RemotingCommand, RequestCode,  # noqa: E402
                                encode_frame)
 

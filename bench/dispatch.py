@@ -42,8 +42,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import BatchItem, MessageBatch, MessageStore, StoreConfig  # noqa: E402
-from rmqstore.layout import BLANK_MAGIC_CODE  # noqa: E402
-from rmqstore.record import Address, encode_message  # noqa: E402
+from rmqstore.format.layout import BLANK_MAGIC_CODE  # noqa: E402
+from rmqstore.format.record import Address, encode_message  # noqa: E402
 
 FILE_SIZE = 64 * 1024 * 1024
 QUEUES = 8

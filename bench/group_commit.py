@@ -31,7 +31,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from rmqstore import Message, MessageStore, StoreConfig, native  # noqa: E402
+from rmqstore import Message, MessageStore, StoreConfig
+from rmqstore.common import native  # noqa: E402
 
 BODY = bytes(range(256)) * 4  # 1 KiB
 PROPS = "TAGS\x01TagA\x02KEYS\x01order-1\x02UNIQ_KEY\x017F0000013DBD5FFD2B276CF89D220000"

@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig  # noqa: E402
-from rmqstore.record import Address, encode_message  # noqa: E402
+from rmqstore.format.record import Address, encode_message  # noqa: E402
 
 BODY = bytes(range(256)) * 4  # 1 KiB
 PROPS = "TAGS\x01TagA\x02KEYS\x01order-1\x02UNIQ_KEY\x017F0000013DBD5FFD2B276CF89D220000"

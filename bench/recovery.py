@@ -28,8 +28,8 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import BatchItem, MessageBatch, MessageStore, StoreConfig  # noqa: E402
-from rmqstore.fastscan import walk_segment  # noqa: E402
-from rmqstore.scan import list_segments  # noqa: E402
+from rmqstore.format.fastscan import walk_segment  # noqa: E402
+from rmqstore.read.scan import list_segments  # noqa: E402
 
 SEGMENT = 1 << 20
 

@@ -4,13 +4,13 @@
     python bench/scan.py --quick
 
 Cases (each the median of --repeat runs over the same store, files in the page cache), the
-compiled walk (rmqstore._cwalk) and the pure one (native=False) in the same run:
+compiled walk (rmqstore._native._cwalk) and the pure one (native=False) in the same run:
 * raw read              -- read every segment file into memory, nothing else (the floor)
-* lean walk + CRC       -- rmqstore.fastscan.walk_segment over each segment mapped read-only
+* lean walk + CRC       -- rmqstore.format.fastscan.walk_segment over each segment mapped read-only
                            (mmap, MAP_POPULATE): sizes, magic, offsets, body CRC
                            (native; native on two threads, a segment each, GIL released; pure)
 * lean walk, no CRC     -- the same without CRC (native, pure)
-* full decode + CRC     -- rmqstore.scan.CommitLogScan + CRC: every record decoded into fields
+* full decode + CRC     -- rmqstore.read.scan.CommitLogScan + CRC: every record decoded into fields
 * verify                -- `rmqstore verify` of the store in a fresh process: time and peak RSS
                            (native, and RMQSTORE_PURE=1); --verify-store PATH verifies another
                            store instead (e.g. bench/data/spark_scan_store, 2.25 GiB)
@@ -34,10 +34,10 @@ from concurrent.futures import ThreadPoolExecutor
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from rmqstore import BatchItem, MessageBatch, MessageStore, StoreConfig  # noqa: E402
-from rmqstore import native  # noqa: E402
-from rmqstore.crc import CRC_BACKEND, crc32  # noqa: E402
-from rmqstore.fastscan import walk_segment  # noqa: E402
-from rmqstore.scan import CommitLogScan, list_segments  # noqa: E402
+from rmqstore.common import native  # noqa: E402
+from rmqstore.format.crc import CRC_BACKEND, crc32  # noqa: E402
+from rmqstore.format.fastscan import walk_segment  # noqa: E402
+from rmqstore.read.scan import CommitLogScan, list_segments  # noqa: E402
 
 
 def build_store(root: str, segments: int, segment_size: int) -> int:
@@ -83,7 +83,7 @@ def lean(root: str, check_crc: bool, use_native: bool = True, threads: int = 1) 
 # peak RSS from VmHWM: ru_maxrss of a child keeps its parent's size at the fork (Linux carries it over exec)
 _VERIFY = """
 import sys, time
-from rmqstore.verify import verify
+from rmqstore.read.verify import verify
 t0 = time.perf_counter()
 report = verify(sys.argv[1])
 dt = time.perf_counter() - t0

@@ -6,7 +6,7 @@
 
 The store.  Writing 2 GiB through the put path would take ~15 minutes here (~40k puts/s),
 so :func:`generate_store` writes the segments directly -- but with the put path's own
-bytes: every record is encoded by the engine's :class:`~rmqstore.commit_log.MessageEncoder`
+bytes: every record is encoded by the engine's :class:`~rmqstore.engine.commit_log.MessageEncoder`
 (what ``CommitLog.encode`` runs outside the put lock) and patched with queue offset,
 physical offset and store timestamp at the positions ``do_append`` patches; a record that
 does not fit with room for an 8-byte blank ends its segment with the END_OF_FILE blank,
@@ -20,7 +20,7 @@ on the pure path and on the compiled fast path (``--paths``, default both) in th
 * decoder (pure): ``CommitLogScan(native=False)``, every record decoded into fields (body
   copied), body CRC checked with ``crc32`` -- the baseline of the "vs decoder" column;
 * decoder (native): ``CommitLogScan.batches(crc=True)``, every field decoded into columns by
-  ``rmqstore._cdecode`` (bodies as ``bytes``, topics/properties as ``str``), CRC checked in C --
+  ``rmqstore._native._cdecode`` (bodies as ``bytes``, topics/properties as ``str``), CRC checked in C --
   the baseline of the "vs native decoder" column; and the same decode iterated as records
   (``CommitLogScan``, one ``MessageRecord`` each, CRC by ``crc32``);
 * lean walk: ``fastscan.walk_segment`` with CRC (sizes, offsets, CRC; no fields);
@@ -45,14 +45,14 @@ from dataclasses import dataclass, field
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from rmqstore.checkpoint import StoreCheckpoint  # noqa: E402
-from rmqstore.commit_log import MessageEncoder  # noqa: E402
-from rmqstore.config import StoreConfig  # noqa: E402
-from rmqstore.layout import (BLANK_MAGIC_CODE, END_FILE_MIN_BLANK_LENGTH, QUEUE_OFFSET_POSITION,  # noqa: E402
-                             store_timestamp_position)
-from rmqstore.message import Message  # noqa: E402
-from rmqstore.properties import java_string_hash  # noqa: E402
-from rmqstore.record import Address, socket_address  # noqa: E402
+from rmqstore.files.checkpoint import StoreCheckpoint  # noqa: E402
+from rmqstore.engine.commit_log import MessageEncoder  # noqa: E402
+from rmqstore.common.config import StoreConfig  # noqa: E402
+from rmqstore.format.layout import (BLANK_MAGIC_CODE, END_FILE_MIN_BLANK_LENGTH, QUEUE_OFFSET_POSITION,  # noqa: E402
+                                    store_timestamp_position)
+from rmqstore.format.message import Message  # noqa: E402
+from rmqstore.format.properties import java_string_hash  # noqa: E402
+from rmqstore.format.record import Address, socket_address  # noqa: E402
 
 __all__ = ["GeneratedStore", "generate_store", "main"]
 
@@ -215,8 +215,8 @@ def open_or_generate(root: str, size: int, segment_size: int) -> GeneratedStore:
 
 def decoder_scan(gen: GeneratedStore, native: bool = False) -> tuple[int, int]:
     """CommitLogScan: every record decoded into fields (body copied), body CRC checked."""
-    from rmqstore.crc import crc32
-    from rmqstore.scan import CommitLogScan
+    from rmqstore.format.crc import crc32
+    from rmqstore.read.scan import CommitLogScan
 
     n = size = 0
     for _, rec in CommitLogScan(gen.root, native=native):
@@ -228,8 +228,8 @@ def decoder_scan(gen: GeneratedStore, native: bool = False) -> tuple[int, int]:
 
 
 def column_decoder_scan(gen: GeneratedStore) -> tuple[int, int]:
-    """CommitLogScan.batches: every field decoded into columns by rmqstore._cdecode, CRC checked in C."""
-    from rmqstore.scan import CommitLogScan
+    """CommitLogScan.batches: every field decoded into columns by rmqstore._native._cdecode, CRC checked in C."""
+    from rmqstore.read.scan import CommitLogScan
 
     n = size = 0
     for _, chunk in CommitLogScan(gen.root).batches(crc=True):
@@ -243,8 +243,8 @@ def lean_walk(gen: GeneratedStore) -> tuple[int, int]:
     """fastscan.walk_segment with CRC over each mapped segment (sizes, offsets, CRC; no fields)."""
     import mmap
 
-    from rmqstore.fastscan import walk_segment
-    from rmqstore.scan import list_segments
+    from rmqstore.format.fastscan import walk_segment
+    from rmqstore.read.scan import list_segments
 
     n = size = 0
     for seg in list_segments(os.path.join(gen.root, "commitlog")):
@@ -329,11 +329,11 @@ def main(argv=None) -> int:
     print(f"store: {gen.root}: {gen.segments} segments x {gen.segment_size >> 20} MiB, {gen.records:,} records, "
           f"{gen.record_bytes / 2**30:.2f} GiB of records, {len(gen.per_queue)} queues; median of {args.repeat}",
           flush=True)
-    from rmqstore import native as native_switch
+    from rmqstore.common import native as native_switch
 
     paths = [p for p in args.paths.split(",") if p]
     if "native" in paths and native_switch.module("_cdecode") is None:
-        raise SystemExit("rmqstore._cdecode is not in use (not built, or RMQSTORE_PURE is set): "
+        raise SystemExit("rmqstore._native._cdecode is not in use (not built, or RMQSTORE_PURE is set): "
                          "build it (python3 setup.py build_ext --inplace) or pass --paths pure")
     rows = []
     print(f"{'case':70s} {'cores':>5s} {'records/s':>11s} {'MB/s':>7s} {'vs decoder':>10s} {'vs native':>9s}",

@@ -21,8 +21,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig  # noqa: E402
-from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,  # noqa: E402
-                              TRANSACTION_ROLLBACK_TYPE)
+from rmqstore.format.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,  # noqa: E402
+                                     TRANSACTION_ROLLBACK_TYPE)
 
 SEGMENT = 64 * 1024
 START_MS = 1_795_000_000_000  # 2026-11-17, fixed so the files are the same on every run

@@ -3,11 +3,11 @@
 The public API in one place; see the module docstrings for the ideas behind each part.
 """
 
-from .config import BrokerRole, FlushDiskType, StoreConfig
-from .errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError, StoreStateError
-from .message import BatchItem, Message, MessageBatch
-from .record import Address, BlankRecord, MessageRecord, create_message_id, decode_message_id, decode_record
-from .status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
+from .common.config import BrokerRole, FlushDiskType, StoreConfig
+from .common.errors import CorruptRecordError, LayoutError, RmqStoreError, StoreError, StoreStateError
+from .format.message import BatchItem, Message, MessageBatch
+from .format.record import Address, BlankRecord, MessageRecord, create_message_id, decode_message_id, decode_record
+from .format.status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from .store import MessageStore, open_store
 
 __all__ = [

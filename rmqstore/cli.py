@@ -5,12 +5,12 @@ an ``add_arguments(parser)`` and a ``run(args, io) -> exit code`` in a module of
 :mod:`rmqstore.commands` and registering its ``COMMAND`` here.  What the commands share
 (streams, errors, rich or plain output, the exit-code handling) is
 :mod:`rmqstore.commands.terminal`; the replay engine behind ``load`` is
-:mod:`rmqstore.replay`.  ``rmqstore spark`` and ``rmqstore broker`` are added from their
+:mod:`rmqstore.read.replay`.  ``rmqstore spark`` and ``rmqstore broker`` are added from their
 packages when the parser is built; they import nothing from this module.
 
 ``rmqstore dump STORE --json``
     Every record of the commitlog, blanks included, as JSON lines on stdout (the format is
-    :mod:`rmqstore.dumpfmt`).  Strictly read-only (:mod:`rmqstore.scan`).  Exit 0 when the
+    :mod:`rmqstore.format.dumpfmt`).  Strictly read-only (:mod:`rmqstore.read.scan`).  Exit 0 when the
     log ends normally, 1 when it ends on an undecodable record or a gap between files
     (everything before is still written, a warning names where).
 
@@ -27,7 +27,7 @@ packages when the parser is built; they import nothing from this module.
     its own, and prepared-transaction offsets that point at a loaded record follow it).
     The sizes come from ``--like OTHER``: every size of OTHER's files -- commitlog
     segments, consume-queue files, index slots and entries (read off an index file's
-    header, slot table and entry chains, :func:`rmqstore.store_sizes.index_dimensions`) --
+    header, slot table and entry chains, :func:`rmqstore.files.store_sizes.index_dimensions`) --
     so the copy opens in a broker configured like the original; OTHER may also be a
     fixture folder with ``store/`` and ``manifest.json`` (whose flush settings are used
     too).  Or from ``--commitlog-file-size``, ``--consume-queue-file-size``,
@@ -37,7 +37,7 @@ packages when the parser is built; they import nothing from this module.
     also after an error.  A non-empty target is refused unless ``--append``.
 
 ``rmqstore inspect STORE [--json]``
-    The store at a glance (:mod:`rmqstore.inspect_store`): commitlog files with their
+    The store at a glance (:mod:`rmqstore.read.inspect_store`): commitlog files with their
     positions and how each ends, topics and queues with min/max offsets, index headers,
     checkpoint, abort and lock files, free disk space, and a one-line health verdict.
 
@@ -48,11 +48,11 @@ packages when the parser is built; they import nothing from this module.
 
 ``rmqstore verify STORE [--json]``
     Checks every record, unit and index entry against each other
-    (:mod:`rmqstore.verify`).  Exit 0 when no damage is found (warnings, such as an abort
+    (:mod:`rmqstore.read.verify`).  Exit 0 when no damage is found (warnings, such as an abort
     file, allowed), 1 when damage is found, 2 for usage errors, 3 when the system refused the
     run something (the open-file limit, a permission, an I/O error: nothing is said about the
     store).  A store too damaged to open is still examined.  Files are mapped a bounded number
-    at a time (:mod:`rmqstore.read_maps`), so any store is walked under ``ulimit -n 256``.
+    at a time (:mod:`rmqstore.files.read_maps`), so any store is walked under ``ulimit -n 256``.
 
 ``rmqstore admin COMMAND [-n NAMESRV] ...``
     RocketMQ's ``mqadmin`` in Python for any RocketMQ 4.x cluster (:mod:`rmqstore.commands.admin`, on
@@ -97,13 +97,14 @@ COMMANDS: dict[str, Command] = {
 
 
 class _VersionAction(argparse.Action):
-    """``--version``: the package version and the active path (rmqstore.native), then exit."""
+    """``--version``: the package version and the active path (rmqstore.common.native), then exit."""
 
     def __init__(self, option_strings, dest, **kwargs):
         super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from . import __version__, native
+        from . import __version__
+        from .common import native
 
         sys.stdout.write(f"rmqstore {__version__}\n{native.describe()}\n")
         parser.exit()

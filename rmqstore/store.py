@@ -13,13 +13,13 @@ A put goes through three gates before the commitlog sees it:
 3. the commitlog's own encoder -- body and record size, UTF-8 forms and lengths, hosts
    (socket addresses: ports 0..65535).
 
-Each refusal is a :class:`~rmqstore.status.PutMessageResult` with RocketMQ's status
+Each refusal is a :class:`~rmqstore.format.status.PutMessageResult` with RocketMQ's status
 and a message naming what was wrong; nothing is written, and later puts land as if the
 refused one had never been tried.
 
 After the append the store waits for what the configuration promises: with SYNC_FLUSH
 (and a message that waits for its store), for the group-commit service to flush it; with
-SYNC_MASTER, at the same time, for a slave to acknowledge it (:mod:`rmqstore.ha`):
+SYNC_MASTER, at the same time, for a slave to acknowledge it (:mod:`rmqstore.engine.ha`):
 SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave is too far behind,
 FLUSH_SLAVE_TIMEOUT when none acknowledged it in time; a replication status other than
 PUT_OK overrides the flush status, as in RocketMQ.
@@ -27,10 +27,10 @@ PUT_OK overrides the flush status, as in RocketMQ.
 The clock and the store host are injectable, so a recorded workload replays exactly.
 
 The parts, along RocketMQ's lines: this module holds the store's lifecycle (``load`` with
-recovery, ``start`` wiring the services, ``shutdown``/``close``) and the read delegations to :mod:`rmqstore.reading`; the gates are
-:mod:`rmqstore.store_checks`, the put path and its waits :mod:`rmqstore.store_put`, the lock
-:mod:`rmqstore.store_lock` -- parts :class:`MessageStore` holds, one job each, each given its
-collaborators; the consume queues and the index are the :class:`~rmqstore.dispatch.Dispatcher`'s.
+recovery, ``start`` wiring the services, ``shutdown``/``close``) and the read delegations to :mod:`rmqstore.engine.reading`; the gates are
+:mod:`rmqstore.engine.store_checks`, the put path and its waits :mod:`rmqstore.engine.store_put`, the lock
+:mod:`rmqstore.files.store_lock` -- parts :class:`MessageStore` holds, one job each, each given its
+collaborators; the consume queues and the index are the :class:`~rmqstore.engine.dispatch.Dispatcher`'s.
 
 One writer per directory: a writable store takes ``<root>/lock`` (a POSIX record lock, as
 RocketMQ does, which keeps other processes out) and registers its root in this process
@@ -45,21 +45,22 @@ import os
 import time
 from typing import Callable
 
-from .allocate import AllocateMappedFileService, TransientStorePool
-from .checkpoint import StoreCheckpoint
-from .commit_log import CommitLog, wall_clock_ms
-from .consume_queue import ConsumeQueue
-from .dispatch import Dispatcher, ReputMessageService
-from .index import IndexService
-from . import native, recovery
-from .config import BrokerRole, FlushDiskType, StoreConfig
-from .errors import StoreError, StoreStateError
-from .flush import CommitRealTimeService, FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
-from .ha import HAService
-from .store_checks import TOPIC_PATTERN, PutChecks
-from .store_lock import StoreLock
-from .store_paths import abort_path, commitlog_dir
-from .store_put import PutPath, StoreStats
+from .engine.allocate import AllocateMappedFileService, TransientStorePool
+from .files.checkpoint import StoreCheckpoint
+from .engine.commit_log import CommitLog, wall_clock_ms
+from .engine.consume_queue import ConsumeQueue
+from .engine.dispatch import Dispatcher, ReputMessageService
+from .engine.index import IndexService
+from .common import native
+from .engine import recovery
+from .common.config import BrokerRole, FlushDiskType, StoreConfig
+from .common.errors import StoreError, StoreStateError
+from .engine.flush import CommitRealTimeService, FlushConsumeQueueService, FlushRealTimeService, GroupCommitService
+from .engine.ha import HAService
+from .engine.store_checks import TOPIC_PATTERN, PutChecks
+from .files.store_lock import StoreLock
+from .files.store_paths import abort_path, commitlog_dir
+from .engine.store_put import PutPath, StoreStats
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
 
@@ -97,15 +98,15 @@ class MessageStore:
         self.index_service = IndexService(self.root, config.max_hash_slot_num, config.max_index_num,
                                           clock=self.clock, read_only=read_only)
         commit_log = self.commit_log
-        #: the consume queues and the index, fed with dispatched records (rmqstore.dispatch)
+        #: the consume queues and the index, fed with dispatched records (rmqstore.engine.dispatch)
         self.dispatcher = Dispatcher(self.root, config, self.index_service, read_only=read_only,
                                      tracer_of=lambda: commit_log.tracer)
-        #: the store's state and the message checks (rmqstore.store_checks)
+        #: the store's state and the message checks (rmqstore.engine.store_checks)
         self.checks = PutChecks(config, commit_log, self.clock, self.topic_queue_nums, read_only)
         self.reput_message_service = ReputMessageService(commit_log, self.dispatcher,
                                                          on_stop=self.checks.make_not_writeable)
         self.stats = StoreStats()
-        #: puts, replays and their async forms (rmqstore.store_put); its methods are the store's own
+        #: puts, replays and their async forms (rmqstore.engine.store_put); its methods are the store's own
         self.put_path = PutPath(config, commit_log, self.checks, self.stats, self.allocate_service)
         self.put_message = self.put_path.put_message
         self.put_messages = self.put_path.put_messages
@@ -116,7 +117,7 @@ class MessageStore:
         self.group_commit_service: GroupCommitService | None = None
         self.flush_service: FlushRealTimeService | None = None
         self.commit_service: CommitRealTimeService | None = None
-        self.ha_service: HAService | None = None  # replication (rmqstore.ha), made by start()
+        self.ha_service: HAService | None = None  # replication (rmqstore.engine.ha), made by start()
         self.commit_log.on_io_error = self.checks.make_not_writeable
         self.closed = False  # set by close()/shutdown(): reads then raise instead of finding nothing
         self._started = False
@@ -124,7 +125,7 @@ class MessageStore:
         self.last_exit_ok: bool | None = None  # set by load(): False when an abort file was found
         self.lock = StoreLock(self.root)  # <root>/lock, held from load() to shutdown()/close()
 
-    # -- the checks' state, as the store's (rmqstore.store_checks.PutChecks) ---------------
+    # -- the checks' state, as the store's (rmqstore.engine.store_checks.PutChecks) ---------------
     @property
     def shutdown_flag(self) -> bool:
         """Set until the store starts, and again once it shuts down (puts are refused)."""
@@ -144,14 +145,14 @@ class MessageStore:
 
     @property
     def tracer(self):
-        """The put-path tracer (see :mod:`rmqstore.trace`); one attribute shared by every service."""
+        """The put-path tracer (see :mod:`rmqstore.common.trace`); one attribute shared by every service."""
         return self.commit_log.tracer
 
     @tracer.setter
     def tracer(self, value) -> None:
         self.commit_log.tracer = value
 
-    # -- the dispatcher's parts, as the store's (rmqstore.dispatch.Dispatcher) ---------------
+    # -- the dispatcher's parts, as the store's (rmqstore.engine.dispatch.Dispatcher) ---------------
     @property
     def consume_queue_table(self) -> dict[tuple[str, int], ConsumeQueue]:
         return self.dispatcher.consume_queue_table
@@ -179,13 +180,13 @@ class MessageStore:
     def abort_file(self) -> str:
         return abort_path(self.root)
 
-    # -- load and recovery (rmqstore.recovery) ---------------------------------------
+    # -- load and recovery (rmqstore.engine.recovery) ---------------------------------------
     def load(self) -> bool:
         """Map the store's files and recover (RocketMQ's ``DefaultMessageStore#load``).
 
         ``abort`` absent means the last run shut down cleanly (normal recovery), present
         means it died (abnormal recovery: re-dispatch from the checkpoint on).  See
-        :mod:`rmqstore.recovery`.  Writable: ``<root>/lock`` is taken first, before
+        :mod:`rmqstore.engine.recovery`.  Writable: ``<root>/lock`` is taken first, before
         recovery may truncate or delete anything (RocketMQ takes it later, in ``start``),
         so a store that another writer holds -- another process, or another
         ``MessageStore`` in this one -- raises :class:`StoreStateError` untouched;
@@ -230,7 +231,7 @@ class MessageStore:
         if self._started:
             raise StoreStateError("store already started")
         if not self._loaded:
-            self.load()  # recovery (rmqstore.recovery)
+            self.load()  # recovery (rmqstore.engine.recovery)
         self.lock.take()
         if self.config.ha_enable or self.config.broker_role is BrokerRole.SLAVE:
             ha = HAService(self)
@@ -247,7 +248,7 @@ class MessageStore:
         self.allocate_service.start()
         cfg = self.config
         if cfg.broker_role is not BrokerRole.SLAVE:  # (a slave's files follow its master's offsets)
-            # the file the first put needs, made before it comes (rmqstore.allocate)
+            # the file the first put needs, made before it comes (rmqstore.engine.allocate)
             self.commit_log.mapped_file_queue.request_files_ahead()
 
         def on_flushed(ts):
@@ -362,7 +363,7 @@ class MessageStore:
             time.sleep(0.001)
         return True
 
-    # -- a slave's replication (rmqstore.ha) ----------------------------------------------
+    # -- a slave's replication (rmqstore.engine.ha) ----------------------------------------------
     def update_ha_master_address(self, address: str | None) -> None:
         """A slave's new master (``updateHaMasterAddress``: the broker learns it from the name server)."""
         if self.ha_service is None:
@@ -393,43 +394,43 @@ class MessageStore:
                  "isFull": mf.is_full(), "hasWriteBuffer": mf.has_write_buffer}
                 for mf in self.commit_log.mapped_file_queue.mapped_files]
 
-    # -- reads (rmqstore.reading) ------------------------------------------------------
-    # Thin delegations to the read path in rmqstore/reading.py; nothing here writes.
+    # -- reads (rmqstore.engine.reading) ------------------------------------------------------
+    # Thin delegations to the read path in rmqstore/engine/reading.py; nothing here writes.
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_count: int,
                     message_filter=None, **kwargs):
-        """Pull messages by queue offset (``getMessage``); see :func:`rmqstore.reading.get_message`."""
-        from . import reading
+        """Pull messages by queue offset (``getMessage``); see :func:`rmqstore.engine.reading.get_message`."""
+        from .engine import reading
         return reading.get_message(self, group, topic, queue_id, offset, max_count, message_filter, **kwargs)
 
     def look_message_by_offset(self, phy_offset: int, size: int | None = None, **kwargs):
         """The record at a commitlog offset, or None (``lookMessageByOffset``)."""
-        from . import reading
+        from .engine import reading
         return reading.look_message_by_offset(self, phy_offset, size, **kwargs)
 
     def view_message_by_id(self, msg_id: str, **kwargs):
         """The record an offset msgId names, or None."""
-        from . import reading
+        from .engine import reading
         return reading.view_message_by_id(self, msg_id, **kwargs)
 
     def query_message(self, topic: str, key: str, max_count: int, begin: int, end: int, **kwargs):
         """Messages by key through the index (``queryMessage``)."""
-        from . import reading
+        from .engine import reading
         return reading.query_message(self, topic, key, max_count, begin, end, **kwargs)
 
     def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        from . import reading
+        from .engine import reading
         return reading.get_max_offset_in_queue(self, topic, queue_id)
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
-        from . import reading
+        from .engine import reading
         return reading.get_min_offset_in_queue(self, topic, queue_id)
 
     def get_commit_log_offset_in_queue(self, topic: str, queue_id: int, queue_offset: int) -> int:
-        from . import reading
+        from .engine import reading
         return reading.get_commit_log_offset_in_queue(self, topic, queue_id, queue_offset)
 
     def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int, **kwargs) -> int:
-        from . import reading
+        from .engine import reading
         return reading.get_offset_in_queue_by_time(self, topic, queue_id, timestamp, **kwargs)
     # -- end of reads --------------------------------------------------------------------
 
@@ -437,13 +438,13 @@ class MessageStore:
 def open_store(path, read_only: bool = True, config: StoreConfig | None = None) -> MessageStore:
     """Open any store directory (RocketMQ 4.x/5.x, ours, a live broker's) -- by default without writing.
 
-    Sizes come from the files (:func:`rmqstore.store_sizes.infer_config`) unless ``config``
+    Sizes come from the files (:func:`rmqstore.files.store_sizes.infer_config`) unless ``config``
     is given.  A read-only store maps every file read-only and never creates, truncates,
     locks or deletes anything; ``close()`` it when done.  With ``read_only=False`` the
     store is loaded (recovered) and started for writing.
     """
-    from .store_dir import resolve_store_root
-    from .store_sizes import infer_config
+    from .files.store_dir import resolve_store_root
+    from .files.store_sizes import infer_config
 
     root = resolve_store_root(path)
     config = config or infer_config(root)

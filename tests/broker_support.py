@@ -14,10 +14,10 @@ import concurrent.futures
 
 from rmqstore.broker import Broker, BrokerConfig, NameServer
 from rmqstore.broker.background import ServiceThread as _LoopThread
-from rmqstore.config import StoreConfig
+from rmqstore.common.config import StoreConfig
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.remoting import Limits, RemotingClient
-from rmqstore.store_paths import config_path
+from rmqstore.files.store_paths import config_path
 
 __all__ = ["BrokerThread", "NamesrvThread", "small_store_config", "run_async", "invoke_at", "config_json"]
 

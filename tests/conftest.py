@@ -25,10 +25,10 @@ from typing import NamedTuple
 
 from hypothesis import settings
 
-from rmqstore.errors import CorruptRecordError
-from rmqstore.layout import BLANK_MAGIC_CODE
-from rmqstore.record import BlankRecord, decode_record
-from rmqstore.walk import End, step
+from rmqstore.common.errors import CorruptRecordError
+from rmqstore.format.layout import BLANK_MAGIC_CODE
+from rmqstore.format.record import BlankRecord, decode_record
+from rmqstore.format.walk import End, step
 
 # Hypothesis: a CI run must land or fail on the code, not on the draw, so CI (env CI set)
 # replays the same examples every time and keeps no example database; a developer's run
@@ -55,19 +55,19 @@ PUT_FIXTURES = tuple(n for n in ALL_FIXTURES if n != "crash")
 
 
 def compiled_module(name: str):
-    """The compiled fast-path module ``name`` (``rmqstore.native.compiled``) for a test comparing
+    """The compiled fast-path module ``name`` (``rmqstore.common.native.compiled``) for a test comparing
     the two paths.  Where it is not built the test is skipped -- except in CI, where the
     build is part of the install and a missing module is a failure."""
     import pytest
 
-    from rmqstore import native
+    from rmqstore.common import native
 
     mod = native.compiled(name)
     if mod is None:
         why = native.status()[name]
         if os.environ.get("CI"):
-            pytest.fail(f"rmqstore.{name} is not built in CI: {why}")
-        pytest.skip(f"rmqstore.{name} is not built: {why}")
+            pytest.fail(f"rmqstore._native.{name} is not built in CI: {why}")
+        pytest.skip(f"rmqstore._native.{name} is not built: {why}")
     return mod
 
 
@@ -87,7 +87,7 @@ def commitlog_files(name: str, store: str = "store") -> tuple[tuple[int, bytes],
 def walk_file(data: bytes, base: int = 0):
     """Yield ``(physical offset, record)`` of one commitlog file, walking from position 0.
 
-    :func:`rmqstore.walk.step` decides each position; records are decoded with
+    :func:`rmqstore.format.walk.step` decides each position; records are decoded with
     :func:`decode_record`.  The walk stops after a blank (END_OF_FILE) record, which is
     yielded too, at 8 zero bytes (the unwritten part of the newest file) or when the bytes
     run out.  Anything else raises CorruptRecordError, so a test walking a fixture fails loudly.

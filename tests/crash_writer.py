@@ -34,11 +34,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
 
-from rmqstore.config import StoreConfig  # noqa: E402
-from rmqstore.message import BatchItem, Message, MessageBatch  # noqa: E402
-from rmqstore.record import decode_message_id  # noqa: E402
-from rmqstore.status import PutMessageStatus  # noqa: E402
-from rmqstore.sysflag import TRANSACTION_PREPARED_TYPE  # noqa: E402
+from rmqstore.common.config import StoreConfig  # noqa: E402
+from rmqstore.format.message import BatchItem, Message, MessageBatch  # noqa: E402
+from rmqstore.format.record import decode_message_id  # noqa: E402
+from rmqstore.format.status import PutMessageStatus  # noqa: E402
+from rmqstore.format.sysflag import TRANSACTION_PREPARED_TYPE  # noqa: E402
 
 STORE_HOST = "198.51.100.7:10911"
 TOPICS = ("CrashA", "CrashB", "CrashC")

@@ -14,8 +14,8 @@ import threading
 import time
 
 from rmqstore.broker.background import ServiceThread
-from rmqstore.properties import properties_to_string
-from rmqstore.record import decode_record
+from rmqstore.format.properties import properties_to_string
+from rmqstore.format.record import decode_record
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 __all__ = ["WireClient", "SlowConsumer"]

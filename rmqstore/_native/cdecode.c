@@ -1,9 +1,9 @@
-/* rmqstore._cdecode: the full decode of a segment's records into columns, compiled.
+/* rmqstore._native._cdecode: the full decode of a segment's records into columns, compiled.
  *
  * decode(buf, pos, base, ...) walks buf from the record boundary `pos` exactly as
- * rmqstore.walk.step would (the same decision table, step.h's rmq_step: blank, unwritten,
+ * rmqstore.format.walk.step would (the same decision table, step.h's rmq_step: blank, unwritten,
  * out of bytes, corrupt; lenient or strict; the body CRC on request) and returns every field that
- * rmqstore.record.decode_record gives, one column per field, plus where and why the
+ * rmqstore.format.record.decode_record gives, one column per field, plus where and why the
  * walk stopped.  Two passes:
  *
  *   1. the walk, with the GIL released: every length is checked against the readable
@@ -594,7 +594,7 @@ static PyMethodDef cdecode_methods[] = {
     {"decode", (PyCFunction)(void (*)(void))cdecode_decode, METH_VARARGS | METH_KEYWORDS,
      "decode(buf, pos=0, base=0, limit=-1, stop_at=-1, *, crc=False, strict=False, max_records=-1,\n"
      "       max_bytes=-1, host, joined=False, bodies=True) -> dict\n\n"
-     "Walk buf from the record boundary pos as rmqstore.walk.step does and decode every record\n"
+     "Walk buf from the record boundary pos as rmqstore.format.walk.step does and decode every record\n"
      "into columns; 'end'/'kind' say where and why the walk stopped (kind None: stop_at or a max)."},
     {"unit_run", cdecode_unit_run, METH_VARARGS,
      "unit_run(buf, end, phy_limit) -> (stop, (offset, size) of the unit before it or None): the valid consume-queue units before phy_limit at the\n"
@@ -625,7 +625,7 @@ static PyModuleDef_Slot cdecode_slots[] = {
 };
 
 static struct PyModuleDef cdecode_module = {
-    PyModuleDef_HEAD_INIT, "rmqstore._cdecode", "The full decode of a segment's records into columns, compiled.", 0,
+    PyModuleDef_HEAD_INIT, "rmqstore._native._cdecode", "The full decode of a segment's records into columns, compiled.", 0,
     cdecode_methods, cdecode_slots, NULL, NULL, NULL,
 };
 

@@ -1,5 +1,5 @@
-/* rmqstore._cdispatch: dispatch of a run of records to consume queues and index, compiled
- * (see rmqstore/native.py and the essay of rmqstore/dispatch.py).
+/* rmqstore._native._cdispatch: dispatch of a run of records to consume queues and index, compiled
+ * (see rmqstore/common/native.py and the essay of rmqstore/engine/dispatch.py).
  *
  * Two calls per run of records, each with the GIL released while it works (on runs long enough
  * to pay for handing it over):
@@ -786,7 +786,7 @@ static PyMethodDef batch_methods[] = {
 
 static PyTypeObject BatchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rmqstore._cdispatch.Batch",
+    .tp_name = "rmqstore._native._cdispatch.Batch",
     .tp_basicsize = sizeof(BatchObject),
     .tp_dealloc = (destructor)batch_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -849,7 +849,7 @@ static PyModuleDef_Slot cdispatch_slots[] = {
 };
 
 static struct PyModuleDef cdispatch_module = {
-    PyModuleDef_HEAD_INIT, "rmqstore._cdispatch", "dispatch of a run of records to consume queues and index, compiled", 0,
+    PyModuleDef_HEAD_INIT, "rmqstore._native._cdispatch", "dispatch of a run of records to consume queues and index, compiled", 0,
     cdispatch_methods, cdispatch_slots, NULL, NULL, NULL,
 };
 

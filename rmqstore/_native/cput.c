@@ -1,6 +1,6 @@
-/* rmqstore._cput: a record's encoding and its append under the put lock, compiled.
+/* rmqstore._native._cput: a record's encoding and its append under the put lock, compiled.
  *
- * The pure path (rmqstore.store_put -> store_checks -> CommitLog.put_message ->
+ * The pure path (rmqstore.engine.store_put -> store_checks -> CommitLog.put_message ->
  * MessageEncoder.encode -> append_encoded -> MappedFile.append_message -> do_append) is the
  * reference; Putter.put / Putter.put_batch do the same work for the common case in one call:
  *
@@ -816,7 +816,7 @@ typedef struct {
 
 static PyTypeObject TopicCountType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rmqstore._cput.TopicCount",
+    .tp_name = "rmqstore._native._cput.TopicCount",
     .tp_basicsize = sizeof(TopicCount),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
@@ -1244,10 +1244,10 @@ static PyMethodDef Putter_methods[] = {
 
 static PyTypeObject PutterType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rmqstore._cput.Putter",
+    .tp_name = "rmqstore._native._cput.Putter",
     .tp_basicsize = sizeof(Putter),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "The compiled put of one store (see rmqstore.native_put).",
+    .tp_doc = "The compiled put of one store (see rmqstore.engine.native_put).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Putter_init,
     .tp_dealloc = (destructor)Putter_dealloc,
@@ -1317,7 +1317,7 @@ static PyModuleDef_Slot cput_slots[] = {
 };
 
 static struct PyModuleDef cput_module = {
-    PyModuleDef_HEAD_INIT, "rmqstore._cput", "A record's encoding and its append under the put lock, compiled.", 0,
+    PyModuleDef_HEAD_INIT, "rmqstore._native._cput", "A record's encoding and its append under the put lock, compiled.", 0,
     cput_methods, cput_slots, NULL, NULL, NULL,
 };
 

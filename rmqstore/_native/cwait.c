@@ -1,7 +1,7 @@
-/* rmqstore._cwait: the group commit's hand-off to its waiting writers, without the GIL.
+/* rmqstore._native._cwait: the group commit's hand-off to its waiting writers, without the GIL.
  *
  * A SYNC_FLUSH put waits until the group commit service has flushed past its record
- * (rmqstore.flush.GroupCommitRequest).  On the pure path each waiting writer blocks on its
+ * (rmqstore.engine.flush.GroupCommitRequest).  On the pure path each waiting writer blocks on its
  * own threading.Lock, and the service releases the locks one by one -- each release a futex
  * wake made holding the GIL, a fifth of the GIL's time with 8 writers (bench/README.md).
  *
@@ -103,7 +103,7 @@ static PyMethodDef Gate_methods[] = {
 
 static PyTypeObject GateType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rmqstore._cwait.Gate",
+    .tp_name = "rmqstore._native._cwait.Gate",
     .tp_basicsize = sizeof(Gate),
     .tp_dealloc = (destructor)Gate_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -205,7 +205,7 @@ static PyMemberDef Latch_members[] = {
 
 static PyTypeObject LatchType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "rmqstore._cwait.Latch",
+    .tp_name = "rmqstore._native._cwait.Latch",
     .tp_basicsize = sizeof(Latch),
     .tp_dealloc = (destructor)Latch_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -234,7 +234,7 @@ static PyModuleDef_Slot cwait_slots[] = {
 };
 
 static struct PyModuleDef cwait_module = {
-    PyModuleDef_HEAD_INIT, "rmqstore._cwait", "The group commit's hand-off to its waiting writers, without the GIL.",
+    PyModuleDef_HEAD_INIT, "rmqstore._native._cwait", "The group commit's hand-off to its waiting writers, without the GIL.",
     0, NULL, cwait_slots, NULL, NULL, NULL,
 };
 

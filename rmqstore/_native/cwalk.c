@@ -1,10 +1,10 @@
-/* rmqstore._cwalk: the segment walk with its body CRC, compiled (see rmqstore/native.py).
+/* rmqstore._native._cwalk: the segment walk with its body CRC, compiled (see rmqstore/common/native.py).
  *
- * walk() is rmqstore.walk.step in a loop -- the same decision table (step.h, shared with the
+ * walk() is rmqstore.format.walk.step in a loop -- the same decision table (step.h, shared with the
  * dispatch parse and the full decode), in the same order, so
  * a walk ends at the same position with the same End kind (tests/unit/test_native_walk.py
  * proves it against the pure walk over every fixture segment and random garbage).  It
- * only reports *where* and *which kind*; rmqstore.walk re-runs the pure step at that one
+ * only reports *where* and *which kind*; rmqstore.format.walk re-runs the pure step at that one
  * position for the reason's words, so the vocabulary of ends stays in one place.
  *
  * The loop touches no Python object: it runs with the GIL released, holding the caller's
@@ -187,7 +187,7 @@ static PyMethodDef cwalk_methods[] = {
      "crc32(data, value=0) -> int: zlib's CRC-32 of a bytes-like object, continuing `value`."},
     {"walk", (PyCFunction)(void (*)(void))cwalk_walk, METH_VARARGS | METH_KEYWORDS,
      "walk(buf, base=0, start=0, limit=-1, stop_at=-1, crc=False, strict=False, collect=False, spans=False)\n"
-     "-> (pos, kind, records, bytes_in_records, end_size, crc_failures, mismatches, spans): rmqstore.walk's\n"
+     "-> (pos, kind, records, bytes_in_records, end_size, crc_failures, mismatches, spans): rmqstore.format.walk's\n"
      "segment walk from `start` to its first end (kind 0: stopped at stop_at; 1 blank, 2 unwritten,\n"
      "3 out of bytes, 4 corrupt).  limit/stop_at < 0: none.  collect: the physical offsets of CRC\n"
      "failures and PHYSICALOFFSET mismatches, as native int64 bytes; spans: 10 int64 per record\n"
@@ -224,7 +224,7 @@ static PyModuleDef_Slot cwalk_slots[] = {
 };
 
 static struct PyModuleDef cwalk_module = {
-    PyModuleDef_HEAD_INIT, "rmqstore._cwalk", "The segment walk with its body CRC, compiled.", 0,
+    PyModuleDef_HEAD_INIT, "rmqstore._native._cwalk", "The segment walk with its body CRC, compiled.", 0,
     cwalk_methods, cwalk_slots, NULL, NULL, NULL,
 };
 

@@ -1,10 +1,10 @@
 /* The commitlog record's layout, limits and sysFlag rules, as the C fast path uses them.
  *
- * The numbers here are Python's (rmqstore/layout.py's table and limits, rmqstore/sysflag.py's
+ * The numbers here are Python's (rmqstore/format/layout.py's table and limits, rmqstore/format/sysflag.py's
  * bits): every extension module exports them -- LAYOUT (positions) and CONSTANTS (the rest, from
  * rmq_add_constants below) -- and tests/unit/test_native_constants.py checks each one against
  * Python's, so a change on one side that the other does not follow fails the tests instead of
- * writing other bytes.  The two transaction rules are written once here, as in rmqstore.sysflag.
+ * writing other bytes.  The two transaction rules are written once here, as in rmqstore.format.sysflag.
  */
 #ifndef RMQ_RECORD_H
 #define RMQ_RECORD_H
@@ -19,14 +19,14 @@
 #define RMQ_BORNHOST_V6_FLAG (1 << 4)
 #define RMQ_STOREHOST_V6_FLAG (1 << 5)
 
-/* the transaction type bits of sysFlag (MessageSysFlag, rmqstore.sysflag) */
+/* the transaction type bits of sysFlag (MessageSysFlag, rmqstore.format.sysflag) */
 #define RMQ_TX_MASK 0xC
 #define RMQ_TX_NOT 0x0
 #define RMQ_TX_PREPARED 0x4
 #define RMQ_TX_COMMIT 0x8
 #define RMQ_TX_ROLLBACK 0xC
 
-/* limits of the record (rmqstore.layout): the V1 topic length is a signed byte, the properties
+/* limits of the record (rmqstore.format.layout): the V1 topic length is a signed byte, the properties
  * length a short; a record leaves room for an 8-byte blank header behind it */
 #define RMQ_MAX_TOPIC_BYTES_V1 127
 #define RMQ_MAX_PROPERTIES_BYTES 32767
@@ -85,14 +85,14 @@ static inline int rmq_transaction_value(int32_t sys_flag)
     return sys_flag & RMQ_TX_MASK;
 }
 
-/* rmqstore.sysflag.gets_queue_unit: not a transaction, or its commit */
+/* rmqstore.format.sysflag.gets_queue_unit: not a transaction, or its commit */
 static inline int rmq_gets_queue_unit(int32_t sys_flag)
 {
     int tx = rmq_transaction_value(sys_flag);
     return tx == RMQ_TX_NOT || tx == RMQ_TX_COMMIT;
 }
 
-/* rmqstore.sysflag.gets_index_entries: all but a rollback */
+/* rmqstore.format.sysflag.gets_index_entries: all but a rollback */
 static inline int rmq_gets_index_entries(int32_t sys_flag)
 {
     return rmq_transaction_value(sys_flag) != RMQ_TX_ROLLBACK;

@@ -1,4 +1,4 @@
-/* step.h: rmqstore.walk.step in C -- the one decision table of the compiled walkers.
+/* step.h: rmqstore.format.walk.step in C -- the one decision table of the compiled walkers.
  *
  * What starts at byte `pos` of a segment: a message record, a blank (END_OF_FILE), unwritten
  * space, the end of the readable bytes, or corruption -- decided in walk.step's order, by the
@@ -19,7 +19,7 @@
 #include "record.h"
 #include "utf8.h"
 
-/* the End kinds, as rmqstore.walk numbers them (walk._KIND_OF_CODE); RMQ_RECORD: not an end */
+/* the End kinds, as rmqstore.format.walk numbers them (walk._KIND_OF_CODE); RMQ_RECORD: not an end */
 enum { RMQ_RECORD = -1, RMQ_STOPPED = 0, RMQ_BLANK = 1, RMQ_UNWRITTEN = 2, RMQ_OUT_OF_BYTES = 3, RMQ_CORRUPT = 4 };
 #define RMQ_MIN_RECORD_SIZE 91
 

@@ -1,6 +1,6 @@
 /* Strict UTF-8, as Python's decoder takes it: no overlong forms, no surrogates, nothing past
  * U+10FFFF, no cut sequence.  A record whose topic or properties fail it is not a record
- * (rmqstore.walk.step decodes both with Python's strict UTF-8), so every compiled walker --
+ * (rmqstore.format.walk.step decodes both with Python's strict UTF-8), so every compiled walker --
  * the walk, the decode, the dispatch -- asks this one function.
  */
 #ifndef RMQ_UTF8_H

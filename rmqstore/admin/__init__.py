@@ -21,8 +21,8 @@ and ours; ``rmqstore admin <command>`` is the same in mqadmin's words (:mod:`rmq
 The package, one job a module:
 
 * :mod:`.client` -- connections (one per server, pooled), signing (ACL), and errors: a refusal raises
-  :class:`~rmqstore.errors.AdminError` with RocketMQ's ``code`` and ``remark``, silence
-  :class:`~rmqstore.errors.AdminTimeoutError`, a server down :class:`~rmqstore.errors.AdminConnectionError`;
+  :class:`~rmqstore.common.errors.AdminError` with RocketMQ's ``code`` and ``remark``, silence
+  :class:`~rmqstore.common.errors.AdminTimeoutError`, a server down :class:`~rmqstore.common.errors.AdminConnectionError`;
 * :mod:`.bodies` -- the answers' bodies (fastjson's text, with its integer and object map keys; stored records)
   read into :mod:`.results` and :mod:`.stored` (dataclasses with ``.to_pandas()``; pandas only imported then);
 * :mod:`.topics`, :mod:`.groups`, :mod:`.messages` -- the calls, by what they are about; :mod:`.snapshot` the
@@ -33,7 +33,7 @@ The package, one job a module:
 * :mod:`.text` -- what mqadmin prints for each result, for the command line.
 """
 
-from ..errors import AdminConnectionError, AdminError, AdminTimeoutError
+from ..common.errors import AdminConnectionError, AdminError, AdminTimeoutError
 from .results import (BrokerAddress, BrokerConsumeStats, ClusterInfo, ConsumerConnection, ConsumerProgress,
                       GroupsProgress, ProducerConnection, QueueOffsets, QueueProgress, ResetOffsets, TopicList,
                       TopicRoute, TopicStatus)

@@ -14,8 +14,8 @@ scan of the tokens (strings, braces, colons), not of the characters: one regular
 
 Each ``decode_*`` takes the body's bytes (and what the request said) and returns a result, or raises ``ValueError``
 naming what is missing or of the wrong type -- never a ``KeyError`` from deep inside; the client turns that into an
-:class:`~rmqstore.errors.AdminError` naming the request and the broker.  ``decode_messages`` reads stored records
-(VIEW_MESSAGE_BY_ID, QUERY_MESSAGE) with the store's own codec, :func:`rmqstore.record.decode_record`.
+:class:`~rmqstore.common.errors.AdminError` naming the request and the broker.  ``decode_messages`` reads stored records
+(VIEW_MESSAGE_BY_ID, QUERY_MESSAGE) with the store's own codec, :func:`rmqstore.format.record.decode_record`.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from ..broker.jsonfmt import loads
 from ..broker.message_queue import MessageQueue
 from ..broker.namesrv.routes import BrokerData, QueueData
 from ..broker.topics import TopicConfig
-from ..errors import CorruptRecordError, LayoutError
-from ..properties import KEYS, TAGS, UNIQ_KEY, string_to_properties
-from ..record import MessageRecord, create_message_id, decode_record
-from ..sysflag import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, COMPRESSION_ZLIB_TYPE
+from ..common.errors import CorruptRecordError, LayoutError
+from ..format.properties import KEYS, TAGS, UNIQ_KEY, string_to_properties
+from ..format.record import MessageRecord, create_message_id, decode_record
+from ..format.sysflag import COMPRESSED_FLAG, COMPRESSION_TYPE_MASK, COMPRESSION_ZLIB_TYPE
 from .results import (BrokerAddress, BrokerConsumeStats, ClientConnection, ClusterInfo, ConsumerConnection,
                       ConsumerProgress, ProducerConnection, QueueOffsets, QueueProgress, TopicList, TopicRoute,
                       queue_order)

@@ -7,14 +7,14 @@ few seconds keeps its sockets).  Requests to the same server go over the same co
 the remoting layer matches answers by opaque -- so a view that gathers a dozen figures with ``asyncio.gather``
 waits about one round trip, not twelve.
 
-What can go wrong, and what it becomes (:mod:`rmqstore.errors`):
+What can go wrong, and what it becomes (:mod:`rmqstore.common.errors`):
 
-* the server answers with another code than the request expects: :class:`~rmqstore.errors.AdminError` carrying
+* the server answers with another code than the request expects: :class:`~rmqstore.common.errors.AdminError` carrying
   RocketMQ's ``code`` and ``remark`` (printed ``CODE: 17  DESC: ...`` as mqadmin prints them);
-* no answer within the timeout: :class:`~rmqstore.errors.AdminTimeoutError` (also a ``TimeoutError``);
-* the server cannot be reached or closes the connection: :class:`~rmqstore.errors.AdminConnectionError` (also a
+* no answer within the timeout: :class:`~rmqstore.common.errors.AdminTimeoutError` (also a ``TimeoutError``);
+* the server cannot be reached or closes the connection: :class:`~rmqstore.common.errors.AdminConnectionError` (also a
   ``ConnectionError``), naming the address;
-* the answer's body does not parse: :class:`~rmqstore.errors.AdminError` with no code (:meth:`AdminClient.decode`).
+* the answer's body does not parse: :class:`~rmqstore.common.errors.AdminError` with no code (:meth:`AdminClient.decode`).
 
 A request to the name servers (:meth:`AdminClient.ask_namesrv`) goes to the first one that answers, in the order
 given (``"a:9876;b:9876"``, RocketMQ's separator): a server that is down or silent hands over to the next, a
@@ -28,7 +28,7 @@ import asyncio
 from typing import Any, Callable, Iterable, Sequence
 
 from ..broker.acl.signature import sign_request
-from ..errors import AdminConnectionError, AdminError, AdminTimeoutError
+from ..common.errors import AdminConnectionError, AdminError, AdminTimeoutError
 from ..remoting import RemotingClient, RemotingCommand, RemotingTimeoutError, ResponseCode
 from ..remoting.codes import MQVersion, request_name
 

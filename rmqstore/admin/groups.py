@@ -18,7 +18,7 @@ from typing import Any
 from ..broker.jsonfmt import dumps
 from ..broker.message_queue import MessageQueue
 from ..broker.topics import DLQ_GROUP_TOPIC_PREFIX, retry_topic
-from ..errors import AdminError
+from ..common.errors import AdminError
 from ..remoting import RequestCode, ResponseCode
 from . import bodies
 from .client import LANGUAGE

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 
-from ..errors import AdminError, LayoutError
-from ..properties import KEY_SEPARATOR
-from ..record import decode_message_id
+from ..common.errors import AdminError, LayoutError
+from ..format.properties import KEY_SEPARATOR
+from ..format.record import decode_message_id
 from ..remoting import RequestCode, ResponseCode
 from . import bodies
 from .groups import CONSUMER_NOT_ONLINE, GroupOps

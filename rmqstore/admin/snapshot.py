@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Sequence, TypeVar
 
 from ..broker.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, SYSTEM_TOPICS
-from ..errors import AdminError
+from ..common.errors import AdminError
 from .messages import MessageOps
 from .results import BrokerConsumeStats, ClusterInfo, QueueOffsets, QueueProgress, json_value, queue_order
 from .stored import BrokerRuntimeInfo, TopicConfigs

@@ -10,7 +10,7 @@ strings read as RocketMQ's; the command line shows the same blocks as rich table
 Where mqadmin's order is a Java hash map's (the queues of a reset, a broker's configuration) we print sorted; where
 it is a sorted one (brokerStatus's TreeMap, MessageQueue lists) we print the same.  The topic list, a consumer's
 subscriptions and a message's properties follow Java's HashMap order, computed (:func:`~rmqstore.broker.namesrv.routes.java_hash_order`,
-:class:`~rmqstore.properties.JavaHashMap`), as mqadmin prints them.
+:class:`~rmqstore.format.properties.JavaHashMap`), as mqadmin prints them.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, Sequence, Union
 
 from ..broker.namesrv.routes import java_hash_order
 from ..broker.topics import PERM_INHERIT, PERM_READ, PERM_WRITE
-from ..properties import JavaHashMap
+from ..format.properties import JavaHashMap
 from .results import (ClusterInfo, ConsumerConnection, ConsumerProgress, GroupsProgress, ProducerConnection,
                       ResetOffsets, TopicList, TopicRoute, TopicStatus)
 from .stored import BrokerConfig, BrokerRuntimeInfo, QueryResult

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..broker.namesrv.routes import FLAG_UNIT, FLAG_UNIT_SUB
 from ..broker.topics import AUTO_CREATE_TOPIC_KEY_TOPIC, PERM_READ, PERM_WRITE, TopicConfig
-from ..errors import AdminError
+from ..common.errors import AdminError
 from ..remoting import RequestCode
 from . import bodies
 from .client import AdminClient

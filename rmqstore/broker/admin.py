@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..config import BrokerRole
+from ..common.config import BrokerRole
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .broker_properties import BrokerProperties
 from .groups import SubscriptionGroupConfig

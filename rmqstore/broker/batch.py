@@ -3,7 +3,7 @@
 Each inner message is one entry of :data:`BATCH_ITEM_FIELDS` -- total size, a magic code
 and body CRC the 4.9.8 client leaves 0, the flag, the body and the properties -- and the
 entries follow each other with nothing in between.  The broker cuts them apart here and
-hands the store a :class:`~rmqstore.message.MessageBatch`; the store writes them as
+hands the store a :class:`~rmqstore.format.message.MessageBatch`; the store writes them as
 consecutive records with consecutive queue offsets, and the response names every record
 (comma-joined msgIds).
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import struct
 
-from ..errors import RmqStoreError
-from ..layout import Field
-from ..message import BatchItem
+from ..common.errors import RmqStoreError
+from ..format.layout import Field
+from ..format.message import BatchItem
 
 __all__ = ["BATCH_ITEM_FIELDS", "BatchBodyError", "decode_batch_body", "encode_batch_body"]
 

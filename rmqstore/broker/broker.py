@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..config import BrokerRole, StoreConfig
+from ..common.config import BrokerRole, StoreConfig
 from ..remoting import Limits, RemotingServer
 from ..store import MessageStore
 from .admin import AdminBrokerProcessor
@@ -43,7 +43,7 @@ from .stats_service import BrokerStatistics
 from .tasks import BackgroundTask
 from .topics import TopicConfigManager
 from .transaction import TransactionService
-from ..store_paths import config_dir
+from ..files.store_paths import config_dir
 
 __all__ = ["Broker", "DIFFERENCES", "limits_of"]
 

@@ -8,7 +8,7 @@ merged with every key of the broker.conf it was started with.  ``mqadmin getBrok
 * **what is answered** -- from the bottom up: 4.9.8's defaults for every key
   (:mod:`rmqstore.broker.config_defaults`), the broker.conf's keys that are no field of ours
   (``BrokerConfig.properties``), then every field of :class:`~rmqstore.broker.config.BrokerConfig`
-  and :class:`~rmqstore.config.StoreConfig` under its 4.9.8 key (``checkCRCOnRecover``,
+  and :class:`~rmqstore.common.config.StoreConfig` under its 4.9.8 key (``checkCRCOnRecover``,
   ``brokerIP1``...) or, for rmqstore's own, its name in camelCase (``maxConnections``).  A field
   that is not set (``haMasterAddress`` of a master) is left out, as 4.9.8 leaves out a null.
   The answer carries the table's data version (counted by each update, from 0 at start).
@@ -38,7 +38,7 @@ from dataclasses import fields
 
 from typing import Any
 
-from ..store_paths import config_path
+from ..files.store_paths import config_path
 from .config import BrokerConfigError, convert_value, field_of, parse_properties_text, property_text
 from .config_defaults import MACHINE_KEYS, ROCKETMQ_DEFAULTS, rocketmq_defaults
 from .jsonfmt import dumps, write_config_file

@@ -10,7 +10,7 @@ own broker.conf (its storePathRootDir is the store when STORE is not given).  ``
 SYNC_MASTER|ASYNC_MASTER|SLAVE`` (brokerRole) makes a master serve slaves on its HA port
 (haListenPort, else the listen port + 1) and a slave replicate from ``--ha-master
 HOST:PORT`` (haMasterAddress) or, without it, from the HA address the name servers of
-``--namesrv`` answer its registration with; see :mod:`rmqstore.ha`.  ``aclEnable=true`` in broker.conf
+``--namesrv`` answer its registration with; see :mod:`rmqstore.engine.ha`.  ``aclEnable=true`` in broker.conf
 checks every request against the ``plain_acl.yml`` beside it (RocketMQ's plain ACL, see
 :mod:`rmqstore.broker.acl`); ``--acl FILE`` turns that on with another file.  Loopback unless asked.  SIGINT or SIGTERM stops it cleanly: connections closed, offsets and topics
 persisted, the store flushed and shut down, no abort file left.  Exit 0 after a clean
@@ -24,8 +24,8 @@ import asyncio
 import os
 import signal
 
-from ..errors import ListenError, RmqStoreError
-from ..config import BrokerRole
+from ..common.errors import ListenError, RmqStoreError
+from ..common.config import BrokerRole
 from .config import BrokerConfig, load_broker_conf, parse_properties_text
 
 __all__ = ["add_broker_parser", "run_broker", "run_namesrv", "parse_host_port"]
@@ -75,7 +75,7 @@ def add_broker_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _configs(args):
-    from ..config import StoreConfig
+    from ..common.config import StoreConfig
 
     given: dict[str, str] = {}
     if args.config:

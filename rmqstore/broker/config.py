@@ -3,7 +3,7 @@
 A ``broker.conf`` is a Java properties file mixing BrokerConfig, NettyServerConfig and
 MessageStoreConfig keys in camelCase (``brokerName=broker-a``, ``flushDiskType=SYNC_FLUSH``).
 :func:`load_broker_conf` splits it: :func:`field_of` is the one mapping from a key to a field
-of :class:`BrokerConfig` or of :class:`~rmqstore.config.StoreConfig` (case and underscores
+of :class:`BrokerConfig` or of :class:`~rmqstore.common.config.StoreConfig` (case and underscores
 aside, RocketMQ's old ``maped`` spelling read as ``mapped``), and :func:`convert_value` turns
 the text into the field's type.  A key that maps to no field is kept in
 ``BrokerConfig.properties`` -- a 4.9.8 broker keeps every key of its broker.conf in its
@@ -19,8 +19,8 @@ import re
 import socket
 from dataclasses import dataclass, fields
 
-from ..config import StoreConfig
-from ..errors import RmqStoreError
+from ..common.config import StoreConfig
+from ..common.errors import RmqStoreError
 
 __all__ = ["BrokerConfig", "load_broker_conf", "parse_properties_text", "BrokerConfigError", "camel_to_snake",
            "field_of", "convert_value", "property_text"]

@@ -17,7 +17,7 @@ import logging
 from dataclasses import dataclass, fields
 
 from .config import camel_to_snake
-from ..store_paths import SUBSCRIPTION_GROUP_JSON, config_path
+from ..files.store_paths import SUBSCRIPTION_GROUP_JSON, config_path
 from .jsonfmt import ConfigTable
 
 __all__ = ["SubscriptionGroupConfig", "SubscriptionGroupManager", "SYSTEM_GROUPS"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 
-from ..errors import RmqStoreError
+from ..common.errors import RmqStoreError
 from .jsonfmt import loads
 
 __all__ = ["Header", "HeaderError", "BodyError", "json_body"]

@@ -17,7 +17,7 @@ import threading
 
 from .jsonfmt import dumps, read_config_file, write_config_file
 from ..remoting.throttle import LogThrottle
-from ..store_paths import CONSUMER_OFFSET_JSON, config_path
+from ..files.store_paths import CONSUMER_OFFSET_JSON, config_path
 
 __all__ = ["ConsumerOffsetManager", "TOPIC_GROUP_SEPARATOR"]
 

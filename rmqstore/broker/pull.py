@@ -3,7 +3,7 @@
 A pull names a queue and a queue offset; the broker answers with the raw commitlog
 records found from there (the body is the records back to back, exactly as stored), the
 next offset to ask for and the queue's min and max offsets.  The store's
-:class:`~rmqstore.reading.GetMessageStatus` maps to four answers: FOUND (SUCCESS),
+:class:`~rmqstore.engine.reading.GetMessageStatus` maps to four answers: FOUND (SUCCESS),
 PULL_NOT_FOUND (nothing new), PULL_RETRY_IMMEDIATELY (messages there, none matched the
 tags: ask again from ``nextBeginOffset``) and PULL_OFFSET_MOVED (the offset is outside the
 queue: start again from ``nextBeginOffset``).  Tags are filtered by the tags hash code in
@@ -32,7 +32,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from ..reading import GetMessageStatus, TagFilter, read_message_bytes
+from ..engine.reading import GetMessageStatus, TagFilter, read_message_bytes
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .headers import Header
 from .topics import is_readable

@@ -8,12 +8,12 @@ GET_MAX_OFFSET (30), GET_MIN_OFFSET (31) and SEARCH_OFFSET_BY_TIMESTAMP (29) rea
 consume queue through the store.  VIEW_MESSAGE_BY_ID (33, by commitlog offset, which an
 offset msgId holds) and QUERY_MESSAGE (12, by key through the index) are what admin tools
 use to find a message; their bodies are the records exactly as stored.  All values are
-read through :mod:`rmqstore.reading`.
+read through :mod:`rmqstore.engine.reading`.
 """
 
 from __future__ import annotations
 
-from ..reading import read_message_bytes
+from ..engine.reading import read_message_bytes
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .headers import Header
 

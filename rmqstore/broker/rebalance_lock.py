@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ..errors import RmqStoreError
+from ..common.errors import RmqStoreError
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .jsonfmt import dumps, loads
 

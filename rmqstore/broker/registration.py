@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..crc import crc32
+from ..format.crc import crc32
 from ..remoting import RemotingClient, RemotingCommand, RequestCode
 from ..remoting.codes import MQVersion
 from .namesrv.register_body import encode_register_body, parse_data_version

@@ -7,7 +7,7 @@ answers the same way, so the mapping lives here once.
 from __future__ import annotations
 
 from ..remoting import ResponseCode
-from ..status import PutMessageStatus
+from ..format.status import PutMessageStatus
 
 __all__ = ["response_of_put"]
 

@@ -19,9 +19,9 @@ from __future__ import annotations
 import asyncio
 import random
 
-from ..message import Message
-from ..properties import DELAY, WAIT, properties_to_string, string_to_properties
-from ..record import create_message_id
+from ..format.message import Message
+from ..format.properties import DELAY, WAIT, properties_to_string, string_to_properties
+from ..format.record import create_message_id
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .headers import Header
 from .results import response_of_put

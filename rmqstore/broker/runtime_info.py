@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import os
 
-from ..lookup import pickup_store_timestamp
-from ..store_paths import commitlog_dir, consume_queue_root
+from ..engine.lookup import pickup_store_timestamp
+from ..files.store_paths import commitlog_dir, consume_queue_root
 from .javatext import human_readable_byte_count, java_double
 from .topics import SCHEDULE_TOPIC
 

@@ -22,9 +22,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..message import Message
-from ..properties import REAL_QID, REAL_TOPIC, parse_properties
-from ..store_paths import DELAY_OFFSET_JSON, config_path
+from ..format.message import Message
+from ..format.properties import REAL_QID, REAL_TOPIC, parse_properties
+from ..files.store_paths import DELAY_OFFSET_JSON, config_path
 from .jsonfmt import dumps, read_config_file, write_config_file
 from .tasks import BackgroundTask
 from .topics import SCHEDULE_TOPIC

@@ -21,16 +21,16 @@ go the same way:
    service) while the event loop serves other connections, no thread waiting per put; a put
    whose commitlog file the allocate service has not made yet (a cold broker's first, or files
    rolling faster than they are made) is appended on the store's put lane, never waited for
-   on the loop (:mod:`rmqstore.async_puts`) -- and
+   on the loop (:mod:`rmqstore.engine.async_puts`) -- and
    the store's :class:`PutMessageStatus` mapped to a response
    code, with msgId, queueId and queueOffset in the response header.  The body and properties
    limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:
    its refusal (MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED) becomes MESSAGE_ILLEGAL here.
 
-With a ``tracer`` set (:mod:`rmqstore.trace`, off by default), every check is an event
+With a ``tracer`` set (:mod:`rmqstore.common.trace`, off by default), every check is an event
 ``send.check.<name>`` with its outcome (``status`` OK or the refusing response code, and the
 remark), followed by ``send.message`` (the inner message as it goes to the store) and
-``send.response``; :func:`rmqstore.recording.record_send` puts them in one trace with the frame's
+``send.response``; :func:`rmqstore.broker.recording.record_send` puts them in one trace with the frame's
 bytes before them and the store's stages after.
 """
 
@@ -40,8 +40,8 @@ import asyncio
 import logging
 import random
 
-from ..message import Message, MessageBatch
-from ..properties import CLUSTER, WAIT, properties_to_string, string_to_properties
+from ..format.message import Message, MessageBatch
+from ..format.properties import CLUSTER, WAIT, properties_to_string, string_to_properties
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .batch import BatchBodyError, decode_batch_body
 from .headers import Header
@@ -82,7 +82,7 @@ def _queues(config) -> dict:
 class SendMessageProcessor:
     def __init__(self, broker):
         self.broker = broker
-        #: a tracer (:mod:`rmqstore.trace`) seeing each check, the inner message and the response; None: off
+        #: a tracer (:mod:`rmqstore.common.trace`) seeing each check, the inner message and the response; None: off
         self.tracer = None
 
     def register(self, server) -> None:

@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Callable
 
-from ..status import PutMessageStatus
+from ..format.status import PutMessageStatus
 from .stats import WINDOWS, BrokerStatsManager, Window, wall_clock_ms
 from .store_stats import BrokerDailyTotals, StoreStatsService, next_morning_ms
 

@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass
 
 from .jsonfmt import ConfigTable
-from ..layout import MAX_TOPIC_BYTES_V1
+from ..format.layout import MAX_TOPIC_BYTES_V1
 from ..remoting.throttle import LogThrottle
-from ..store_paths import TOPICS_JSON, config_path
+from ..files.store_paths import TOPICS_JSON, config_path
 
 __all__ = ["PERM_PRIORITY", "PERM_READ", "PERM_WRITE", "PERM_INHERIT", "TopicConfig", "TopicConfigManager",
            "validate_topic", "AUTO_CREATE_TOPIC_KEY_TOPIC", "SCHEDULE_TOPIC", "RETRY_GROUP_TOPIC_PREFIX",

@@ -30,14 +30,14 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from ..message import Message
-from ..properties import REAL_QID, REAL_TOPIC, UNIQ_KEY, parse_properties, properties_to_string, \
+from ..format.message import Message
+from ..format.properties import REAL_QID, REAL_TOPIC, UNIQ_KEY, parse_properties, properties_to_string, \
     string_to_properties
-from ..reading import read_message_bytes
-from ..record import create_message_id
+from ..engine.reading import read_message_bytes
+from ..format.record import create_message_id
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
-from ..sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE,
-                       reset_transaction_value)
+from ..format.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE,
+                              reset_transaction_value)
 from .headers import Header
 from .results import response_of_put
 from .tasks import BackgroundTask

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable
 
 from ..admin import Admin, AsyncAdmin, text
 from ..admin.results import json_value
-from ..errors import AdminError
+from ..common.errors import AdminError
 from .terminal import EXIT_INCOMPLETE, EXIT_OK, CliError, Command, Out, Streams, json_out
 
 __all__ = ["COMMAND", "SUBCOMMANDS", "DEFAULT_NAMESRV"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..dumpfmt import record_to_json
-from ..scan import CommitLogScan
+from ..format.dumpfmt import record_to_json
+from ..read.scan import CommitLogScan
 from .terminal import PROG, EXIT_INCOMPLETE, EXIT_OK, Command, Streams, progress_bar
 
 __all__ = ["COMMAND"]

@@ -1,4 +1,4 @@
-"""``rmqstore inspect STORE [--json]``: the store at a glance (:mod:`rmqstore.inspect_store`), read-only."""
+"""``rmqstore inspect STORE [--json]``: the store at a glance (:mod:`rmqstore.read.inspect_store`), read-only."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def _inspect_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _inspect(args: argparse.Namespace, io: Streams) -> int:
-    from ..inspect_store import inspect
+    from ..read.inspect_store import inspect
 
     store = open_read_only(args.store, io)
     try:
@@ -74,7 +74,7 @@ def _messages_text(info: dict) -> str:
 
 def _live_rows(info: dict) -> list[tuple[str, str]]:
     """The ``live`` and ``abort`` lines: a running store keeps its abort file and makes files ahead."""
-    from ..inspect_store import live_text
+    from ..read.inspect_store import live_text
 
     live = info.get("live")
     if live is None:

@@ -2,8 +2,8 @@
 
 The sizes of the new store (segment, consume-queue file, index slots and entries) come
 from ``--like OTHER``, from explicit options, or -- with ``--append`` -- from the store's
-own files (:func:`rmqstore.store_sizes.infer_config`); the records are replayed by
-:class:`rmqstore.replay.Loader`, which checks that each lands where it was recorded.
+own files (:func:`rmqstore.files.store_sizes.infer_config`); the records are replayed by
+:class:`rmqstore.read.replay.Loader`, which checks that each lands where it was recorded.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import json
 import os
 from dataclasses import replace
 
-from ..config import BrokerRole, FlushDiskType, StoreConfig
-from ..dumpfmt import DumpFormatError
-from ..errors import RmqStoreError
-from ..replay import Loader
-from ..scan import find_commitlog_dir, list_segments
-from ..store_sizes import infer_config
-from ..store_paths import COMMITLOG_DIR
+from ..common.config import BrokerRole, FlushDiskType, StoreConfig
+from ..format.dumpfmt import DumpFormatError
+from ..common.errors import RmqStoreError
+from ..read.replay import Loader
+from ..read.scan import find_commitlog_dir, list_segments
+from ..files.store_sizes import infer_config
+from ..files.store_paths import COMMITLOG_DIR
 from .terminal import PROG, EXIT_OK, CliError, Command, Streams, positive_int, progress_bar
 
 __all__ = ["COMMAND"]

@@ -35,8 +35,8 @@ def _max_results(text: str) -> int:
 
 
 def _msg(args: argparse.Namespace, io: Streams) -> int:  # noqa: C901 -- one branch per way of naming a message (offset, id, key, queue)
-    from ..errors import LayoutError
-    from ..inspect_store import (MessageNotFoundError, find_by_key, find_by_msg_id, message_info, parse_offset,
+    from ..common.errors import LayoutError
+    from ..read.inspect_store import (MessageNotFoundError, find_by_key, find_by_msg_id, message_info, parse_offset,
                                 read_message_at)
 
     given = [x for x in (args.msg_id is not None, args.key is not None, args.offset is not None) if x]
@@ -51,7 +51,7 @@ def _msg(args: argparse.Namespace, io: Streams) -> int:  # noqa: C901 -- one bra
         except LayoutError as exc:
             raise CliError(f"--offset: {exc}") from None
     if args.msg_id is not None:
-        from ..record import decode_message_id
+        from ..format.record import decode_message_id
 
         try:
             decode_message_id(args.msg_id.strip().upper())

@@ -3,7 +3,7 @@
 A command is an ``add_arguments(parser)`` and a ``run(args, io) -> exit code``
 (:class:`Command`).  It writes through :class:`Streams` (injectable, so tests hand in
 ``StringIO``), fails with :class:`CliError` (one line, exit 2) or any
-:class:`~rmqstore.errors.RmqStoreError` (exit 2) -- an ``OSError`` is the system refusing the
+:class:`~rmqstore.common.errors.RmqStoreError` (exit 2) -- an ``OSError`` is the system refusing the
 run something (the open-file limit, a permission, an I/O error), exit 3, never a verdict on a
 store -- and shows results with :class:`Out`: rich tables
 when stdout is a terminal, plain aligned text otherwise (which is what tests and pipes
@@ -27,9 +27,9 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, Callable, TextIO
 
-from ..errors import RmqStoreError
-from ..progress import ProgressBar, isatty
-from ..store_paths import commitlog_dir
+from ..common.errors import RmqStoreError
+from ..common.progress import ProgressBar, isatty
+from ..files.store_paths import commitlog_dir
 
 __all__ = ["PROG", "EXIT_OK", "EXIT_INCOMPLETE", "EXIT_ERROR", "EXIT_SYSTEM", "CliError", "Streams", "Command", "progress_bar",
            "Out", "json_out", "num", "show_time", "elide", "open_read_only", "positive_int", "streams",
@@ -227,7 +227,7 @@ def open_read_only(path: str, io: Streams | None = None):
     """open_store(read_only=True) with the CLI's error wording; what the open warns of (a file it left
     out, a stray) is written to ``io.stderr`` as ``rmqstore: warning: ...`` lines."""
     from ..store import open_store
-    from ..store_dir import resolve_store_root
+    from ..files.store_dir import resolve_store_root
 
     try:
         root = resolve_store_root(path)

@@ -1,4 +1,4 @@
-"""``rmqstore verify STORE [--json]``: every record, unit and index entry checked (:mod:`rmqstore.verify`).
+"""``rmqstore verify STORE [--json]``: every record, unit and index entry checked (:mod:`rmqstore.read.verify`).
 
 :func:`print_verify` shows a report; ``rmqstore spark verify`` prints its reports with it too.
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from ..errors import RmqStoreError
-from ..store_paths import commitlog_dir
+from ..common.errors import RmqStoreError
+from ..files.store_paths import commitlog_dir
 from .terminal import EXIT_INCOMPLETE, EXIT_OK, CliError, Command, Out, Streams, json_out, num, progress_bar
 
 __all__ = ["COMMAND", "print_verify"]
@@ -22,8 +22,8 @@ def _verify_arguments(p: argparse.ArgumentParser) -> None:
 
 def _verify(args: argparse.Namespace, io: Streams) -> int:
     from ..store import open_store
-    from ..store_dir import resolve_store_root
-    from ..verify import verify
+    from ..files.store_dir import resolve_store_root
+    from ..read.verify import verify
 
     try:
         root = resolve_store_root(args.store)

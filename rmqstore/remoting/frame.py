@@ -28,7 +28,7 @@ The tables :data:`FRAME_FIELDS` and :data:`BINARY_HEADER_FIELDS` drive the codec
 field; with ``expand_header=True`` :func:`header_field_spans` splits the header into its
 members -- in a JSON header each ``"name":value`` pair, found with the JSON decoder itself, and
 one ``extFields.<key>`` span per custom-header entry.
-Bad bytes raise :class:`RemotingFrameError` (a :class:`~rmqstore.errors.RmqStoreError`)
+Bad bytes raise :class:`RemotingFrameError` (a :class:`~rmqstore.common.errors.RmqStoreError`)
 and nothing else.
 """
 
@@ -39,8 +39,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from ..errors import RmqStoreError
-from ..layout import KIND_SIZES, Field
+from ..common.errors import RmqStoreError
+from ..format.layout import KIND_SIZES, Field
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, SerializeType
 
 __all__ = [

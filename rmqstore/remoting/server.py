@@ -11,7 +11,7 @@ One :class:`Connection` class serves both ends of a socket.  Its read loop cuts 
   The processor's response goes back with the request's opaque and serialize type; a
   oneway request gets none.  An unknown code is answered REQUEST_CODE_NOT_SUPPORTED with
   RocketMQ's remark, an exception inside a processor SYSTEM_ERROR with a remark naming
-  it -- the connection and the server live on.  An :class:`~rmqstore.errors.RmqStoreError`
+  it -- the connection and the server live on.  An :class:`~rmqstore.common.errors.RmqStoreError`
   (a header field missing or not a number: the peer's mistake, refused on purpose) is one
   log line; any other exception is a bug of ours and logs its traceback.
 
@@ -62,7 +62,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..errors import ListenError, RmqStoreError
+from ..common.errors import ListenError, RmqStoreError
 from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 from .recorder import FrameRecorder
@@ -418,7 +418,7 @@ class RemotingServer:
 
     def bind(self) -> int:
         """Bind the listening socket now (the port is known before :meth:`start` accepts); an address
-        that cannot be had raises :class:`~rmqstore.errors.ListenError` naming it and :attr:`role`."""
+        that cannot be had raises :class:`~rmqstore.common.errors.ListenError` naming it and :attr:`role`."""
         if self._sock is None:
             family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
             sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)

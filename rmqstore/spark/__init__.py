@@ -8,7 +8,7 @@
 
 Commitlog partitions are byte ranges of segments (option ``splitSize``, default 128 MiB):
 a task that starts mid-segment finds the next record boundary itself
-(:mod:`rmqstore.ranges`), so each record is read exactly once whatever the split.
+(:mod:`rmqstore.format.ranges`), so each record is read exactly once whatever the split.
 Consume-queue and index partitions are whole files.  Rows travel as Arrow batches.
 Reading never writes to the store (read-only maps), so it is safe on a live broker's files.
 

@@ -1,7 +1,7 @@
 """Spark and Arrow column types of the sources, derived from the layout tables.
 
 Every source declares its schema once, as a Spark DDL string built from the field tables
-of :mod:`rmqstore.layout` (``"name type, ..."``); the Arrow schema its reader yields
+of :mod:`rmqstore.format.layout` (``"name type, ..."``); the Arrow schema its reader yields
 batches in is derived from that same string, so the two can never disagree.
 """
 

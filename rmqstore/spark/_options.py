@@ -3,12 +3,12 @@
 A source is given its stores as ``.load(PATH)`` (Spark passes it as the ``path`` option)
 or as ``.option("paths", "A,B")`` for several.  Every source reads them here, so they all
 accept the same spellings and refuse a missing path with the same
-:class:`~rmqstore.errors.StoreError`.
+:class:`~rmqstore.common.errors.StoreError`.
 """
 
 from __future__ import annotations
 
-from ..errors import StoreError
+from ..common.errors import StoreError
 
 __all__ = ["source_paths"]
 

@@ -1,17 +1,17 @@
 """The commitlog source's compiled path: a byte range decoded in C, straight into Arrow batches.
 
-The pure path of ``rmqstore.commitlog`` walks a range with :func:`rmqstore.ranges.read_range`
+The pure path of ``rmqstore.commitlog`` walks a range with :func:`rmqstore.format.ranges.read_range`
 (the lean walk, a Python step per record) and then gathers each column with numpy
 (:func:`~rmqstore.spark.commitlog_source.records_to_batch`).  Here one call of the compiled
-``rmqstore._cdecode`` does both for up to a batch of records: the strict walk with the body
+``rmqstore._native._cdecode`` does both for up to a batch of records: the strict walk with the body
 CRC (the rule ``read_range`` applies, so a split reads each record once either way), and the
 columns -- fixed fields as machine-order int arrays, body / topic / properties / msg_id as
 one buffer each with int32 offsets, which Arrow wraps without copying again.  Python runs
 per batch, not per record; only the hosts go through Python, once per distinct host.
 
-The range rules are :func:`~rmqstore.ranges.read_range`'s, restated over batches: a range
+The range rules are :func:`~rmqstore.format.ranges.read_range`'s, restated over batches: a range
 that does not start at 0 finds its first record with
-:func:`~rmqstore.ranges.find_record_start`; it emits the records that *start* before its
+:func:`~rmqstore.format.ranges.find_record_start`; it emits the records that *start* before its
 end; damage (a ``corrupt`` end) is skipped to the next record start, as the sequential read
 resynchronises.  The Spark tests compare this path with the pure one row for row.
 """
@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..layout import MESSAGE_MAGIC_CODE_V2
-from ..ranges import find_record_start
-from ..record import Address
+from ..format.layout import MESSAGE_MAGIC_CODE_V2
+from ..format.ranges import find_record_start
+from ..format.record import Address
 from ._columns import arrow_schema
 
 __all__ = ["native_batches", "host_text"]

@@ -1,6 +1,6 @@
 """``rmqstore.commitlog``: one DataFrame row per commitlog message record.
 
-A task reads one byte range of one segment: :func:`rmqstore.ranges.read_range` finds the
+A task reads one byte range of one segment: :func:`rmqstore.format.ranges.read_range` finds the
 records that start in it (the lean walk: sizes, offsets, CRC), and :func:`records_to_batch`
 turns them into an Arrow batch *column by column*, not record by record.  Decoding each
 record into Python objects (``decode_record``, ``str(Address)``, ``parse_properties``)
@@ -14,21 +14,21 @@ costs ~60 us a record; Spark then converts those objects back into Arrow.  Inste
   from ``memoryview`` slices (one C-level copy each) and wrapped as Arrow binary/string
   arrays with computed offsets -- no Python ``bytes``/``str`` per record.  Topic and
   properties are validated as UTF-8 by Arrow; a record that is not raises
-  :class:`~rmqstore.errors.CorruptRecordError` naming its offset, as ``decode_record`` does;
+  :class:`~rmqstore.common.errors.CorruptRecordError` naming its offset, as ``decode_record`` does;
 * hosts are few: the 8-byte IPv4 host values are made unique with numpy, each unique one
   is formatted once (``str(Address)``) and the column is a ``take``; IPv6 hosts (rare)
   are formatted one by one;
 * msgId is the store host and the physical offset in upper-case hex: a lookup table over
   the gathered bytes;
 * the properties map is built with Arrow compute (split on ``\\x02``, then on the first
-  ``\\x01``), keeping :func:`~rmqstore.properties.parse_properties`' rules: a pair with
+  ``\\x01``), keeping :func:`~rmqstore.format.properties.parse_properties`' rules: a pair with
   an empty name or value is skipped, a repeated name keeps its first position and its
   last value (rows with repeats, which Arrow cannot express cheaply, are parsed in Python).
 
 Every value equals ``rmqstore dump``'s (``tests/spark/test_spark.py`` checks each field on
 every fixture).  Batches hold at most ``BATCH_ROWS`` rows / ``BATCH_BYTES`` record bytes.
 
-That is the pure path.  Where the compiled ``rmqstore._cdecode`` is built (and neither
+That is the pure path.  Where the compiled ``rmqstore._native._cdecode`` is built (and neither
 ``RMQSTORE_PURE`` nor the option ``native=false`` asks for the pure path), a task decodes its
 range in C straight into the batches' buffers instead (:mod:`rmqstore.spark.commitlog_native`).
 """
@@ -42,15 +42,15 @@ from dataclasses import dataclass
 import numpy as np
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from .. import native as _native_switch
-from ..errors import CorruptRecordError, StoreError
-from ..layout import (MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION, SYSFLAG_POSITION,
-                      message_field_position)
-from ..properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, parse_properties
-from ..ranges import read_range
-from ..record import Address
-from ..scan import find_commitlog_dir, list_segments
-from ..sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from ..common import native as _native_switch
+from ..common.errors import CorruptRecordError, StoreError
+from ..format.layout import (MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION, SYSFLAG_POSITION,
+                             message_field_position)
+from ..format.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, parse_properties
+from ..format.ranges import read_range
+from ..format.record import Address
+from ..read.scan import find_commitlog_dir, list_segments
+from ..format.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 from ._columns import arrow_schema, layout_columns
 from .commitlog_native import native_batches
 from ._options import source_paths
@@ -274,7 +274,7 @@ def records_to_batch(buf, base: int, offset, crc_ok, *, store: str, segment: str
     """One Arrow batch (schema :data:`COMMITLOG_SCHEMA`) of the message records of ``buf`` at ``offset``.
 
     ``offset`` (int64 array) are physical offsets of whole, structurally checked records
-    (the spans :func:`~rmqstore.ranges.read_range` yields), ``crc_ok`` (bool array) their
+    (the spans :func:`~rmqstore.format.ranges.read_range` yields), ``crc_ok`` (bool array) their
     CRC verdicts; ``base`` is the physical offset of ``buf[0]``.
     """
     import pyarrow as pa

@@ -13,10 +13,10 @@ decides that once per queue, when it loads the store:
 * the beginning -- ``correctMinOffset``: the first unit that points at or after the
   commitlog's first byte (units of deleted segments are gone).
 
-The driver therefore asks the engine's own :class:`~rmqstore.consume_queue.ConsumeQueue`
+The driver therefore asks the engine's own :class:`~rmqstore.engine.consume_queue.ConsumeQueue`
 (mapped read-only, so recovery only moves positions in memory) for each queue's
 ``[min, max)`` and hands every task a file *and* the slice of it that lies in that range;
-the task then reads units with the engine's :func:`~rmqstore.consume_queue.iter_units`.
+the task then reads units with the engine's :func:`~rmqstore.engine.consume_queue.iter_units`.
 Rules are not derived a second time here.
 
 Leading *pre-blank* units ``(0, Integer.MAX_VALUE, 0)`` -- RocketMQ's ``fillPreBlank``
@@ -24,7 +24,7 @@ filler when a queue's first file starts mid-file -- point at no message; they ar
 rows (as ``rmqstore verify`` skips them).
 
 Columns: ``store, topic, queue_id, file, queue_offset`` (the unit's number), then the
-fields of :data:`~rmqstore.layout.CONSUME_QUEUE_UNIT` (``commit_log_offset, size,
+fields of :data:`~rmqstore.format.layout.CONSUME_QUEUE_UNIT` (``commit_log_offset, size,
 tags_code``).  Rows travel as Arrow batches; files are mapped read-only.
 """
 
@@ -36,12 +36,12 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ..consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue, consume_queue_ids, iter_units
-from ..errors import StoreError
-from ..layout import CONSUME_QUEUE_UNIT
-from ..scan import find_commitlog_dir, list_segments
-from ..store_dir import resolve_store_root
-from ..store_sizes import consume_queue_file_size
+from ..engine.consume_queue import CQ_STORE_UNIT_SIZE, ConsumeQueue, consume_queue_ids, iter_units
+from ..common.errors import StoreError
+from ..format.layout import CONSUME_QUEUE_UNIT
+from ..read.scan import find_commitlog_dir, list_segments
+from ..files.store_dir import resolve_store_root
+from ..files.store_sizes import consume_queue_file_size
 from ._columns import arrow_schema, layout_columns
 from ._options import source_paths
 

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass
 from typing import Iterable
 
-from ..errors import RmqStoreError
+from ..common.errors import RmqStoreError
 from .stats import commitlog_frame
 
 __all__ = ["ExportResult", "export", "MODES", "OutputExistsError"]

@@ -3,19 +3,19 @@
 An index file is self-contained: its header says how many entries it holds (the entry
 counter starts at 1, entry 0 is never used) and every entry is 20 bytes at a fixed place
 after the hash slots.  So a file is a partition, and a task reads its file with the
-engine's own :class:`~rmqstore.index.IndexFile` mapped read-only -- the same entries the
+engine's own :class:`~rmqstore.engine.index.IndexFile` mapped read-only -- the same entries the
 store's lookups walk, including its guard against a damaged counter that would reach
 past the file.
 
 The file size alone does not say how many slots and entries an index file has (``40 +
-4*slots + 20*entries``); :func:`rmqstore.store_sizes.index_dimensions` reads them off the
+4*slots + 20*entries``); :func:`rmqstore.files.store_sizes.index_dimensions` reads them off the
 files' contents (falling back to RocketMQ's ratio ``entries = 4 * slots`` when no file
 holds a key) unless options ``hashSlotNum`` and ``indexNum`` say otherwise.
 
 Columns: ``store, file, entry`` (the entry's number), the fields of
-:data:`~rmqstore.layout.INDEX_ENTRY` (``key_hash, phy_offset, time_diff, prev_index``),
+:data:`~rmqstore.format.layout.INDEX_ENTRY` (``key_hash, phy_offset, time_diff, prev_index``),
 ``slot`` (``key_hash % hashSlotNum``: the slot whose chain holds the entry), then the
-file's header, the fields of :data:`~rmqstore.layout.INDEX_HEADER`, repeated on every
+file's header, the fields of :data:`~rmqstore.format.layout.INDEX_HEADER`, repeated on every
 row so a ``groupBy("file")`` needs no join.
 """
 
@@ -26,12 +26,12 @@ from dataclasses import dataclass
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
-from ..errors import StoreError
-from ..index import IndexFile, index_file_size
-from ..layout import INDEX_ENTRY, INDEX_HEADER
-from ..store_dir import list_store_files, resolve_store_root
-from ..store_sizes import index_dimensions
-from ..store_paths import index_dir
+from ..common.errors import StoreError
+from ..engine.index import IndexFile, index_file_size
+from ..format.layout import INDEX_ENTRY, INDEX_HEADER
+from ..files.store_dir import list_store_files, resolve_store_root
+from ..files.store_sizes import index_dimensions
+from ..files.store_paths import index_dir
 from ._columns import arrow_schema, layout_columns
 from ._options import source_paths
 

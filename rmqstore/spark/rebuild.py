@@ -8,20 +8,20 @@ depends on that record alone; only *where* the results land depends on order.  S
 
 1. **Decode in parallel.**  The ``rmqstore.commitlog`` source reads the log in byte-range
    partitions; a ``mapInArrow`` task turns each record into its dispatch facts with the
-   engine's own :func:`~rmqstore.dispatch.dispatch_request`.
+   engine's own :func:`~rmqstore.engine.dispatch.dispatch_request`.
 2. **Check the log is whole** (driver, one small row per segment).  Dispatch stops at the
    first bytes that are not a record, so a rebuild of a log with a hole in it would differ
    from any real dispatch: every segment's records must run back to back from position 0
    and be followed by a blank (on to the next segment) or the end of the log.  A damaged
    log is refused with the offset where dispatch would stop (``rmqstore verify`` tells more).
 3. **Consume queues: one queue per task.**  A queue's units are its records in log order;
-   a task appends them with the engine's :class:`~rmqstore.consume_queue.ConsumeQueue` --
+   a task appends them with the engine's :class:`~rmqstore.engine.consume_queue.ConsumeQueue` --
    file size and naming, pre-blank filling, rollover are the engine's code, not a copy.
 4. **Index: one file per task.**  An index file takes keys until it holds ``indexNum - 1``
    entries, then the next file starts.  So entry *j* of the whole log (keys numbered in log
    order, from a per-segment prefix sum) lands in file ``j // (indexNum - 1)``: file
    boundaries are known before any file is written, and every file is built in parallel
-   with the engine's :class:`~rmqstore.index.IndexFile`.  The one thing a file needs from
+   with the engine's :class:`~rmqstore.engine.index.IndexFile`.  The one thing a file needs from
    its predecessor -- a new file starts with begin = end = the previous file's *last*
    entry's offset and store time -- is that entry, sent to both files.  The engine creates
    the next file at the next dispatched record, so a last file that is exactly full gets
@@ -49,18 +49,18 @@ from dataclasses import dataclass, field
 from datetime import timezone
 from types import SimpleNamespace
 
-from ..config import StoreConfig
-from ..consume_queue import ConsumeQueue
-from ..dispatch import dispatch_request
-from ..errors import StoreError
-from ..index import IndexFile, index_file_name
-from ..properties import KEY_SEPARATOR
-from ..scan import find_commitlog_dir, list_segments
-from ..store_dir import resolve_store_root
-from ..store_sizes import infer_config
-from ..store_paths import CONSUME_QUEUE_DIR, INDEX_DIR, consume_queue_root, index_dir as index_dir_of
-from ..sysflag import gets_index_entries, gets_queue_unit
-from ..walk import End, step
+from ..common.config import StoreConfig
+from ..engine.consume_queue import ConsumeQueue
+from ..engine.dispatch import dispatch_request
+from ..common.errors import StoreError
+from ..engine.index import IndexFile, index_file_name
+from ..format.properties import KEY_SEPARATOR
+from ..read.scan import find_commitlog_dir, list_segments
+from ..files.store_dir import resolve_store_root
+from ..files.store_sizes import infer_config
+from ..files.store_paths import CONSUME_QUEUE_DIR, INDEX_DIR, consume_queue_root, index_dir as index_dir_of
+from ..format.sysflag import gets_index_entries, gets_queue_unit
+from ..format.walk import End, step
 from ._columns import arrow_schema
 
 __all__ = ["rebuild", "RebuildResult", "index_keys", "DISPATCH_SCHEMA", "DEFAULT_SPLIT"]
@@ -147,7 +147,7 @@ def _segment_summaries(dispatch) -> dict[int, SimpleNamespace]:
 
 
 def _blank_at(path: str, pos: int, size: int) -> bool:
-    """Does a blank record at ``pos`` fill segment ``path`` to its end (:func:`rmqstore.walk.step`)?"""
+    """Does a blank record at ``pos`` fill segment ``path`` to its end (:func:`rmqstore.format.walk.step`)?"""
     with open(path, "rb") as f:
         with mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as buf:
             s = step(buf, pos)
@@ -345,10 +345,10 @@ def rebuild(spark, store, out_dir, *, config: StoreConfig | None = None, split_s
 
     ``store`` is a store directory (or a fixture folder holding ``store/``).  Sizes -- consume-queue
     file size, index hash slots and entries, delay levels -- come from ``config``, by default from the
-    store's own files (:func:`rmqstore.store_sizes.infer_config`).  The files equal, byte for byte, what
+    store's own files (:func:`rmqstore.files.store_sizes.infer_config`).  The files equal, byte for byte, what
     the engine's dispatch writes for that log with that config; index file names follow the rule in
     the module docstring (``tz`` formats them).  Needs the ``rmqstore.commitlog`` source registered
-    (:func:`rmqstore.spark.register`).  Raises :class:`~rmqstore.errors.StoreError` for a path that is
+    (:func:`rmqstore.spark.register`).  Raises :class:`~rmqstore.common.errors.StoreError` for a path that is
     not a store, an ``out_dir`` inside the store or already holding such files, and a damaged log.
     """
     root = resolve_store_root(store)

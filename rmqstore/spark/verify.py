@@ -1,6 +1,6 @@
-"""``verify`` on Spark: the checks of :mod:`rmqstore.verify`, with the data-sized work in tasks.
+"""``verify`` on Spark: the checks of :mod:`rmqstore.read.verify`, with the data-sized work in tasks.
 
-:func:`rmqstore.verify.verify` reads a store in one process: it walks every consume queue,
+:func:`rmqstore.read.verify.verify` reads a store in one process: it walks every consume queue,
 every index file and every commitlog segment, then matches them against each other.  The
 work that grows with the data is (1) decoding and checking every record, (2) reading every
 consume-queue unit and index entry, and (3) matching the copies of one fact against each
@@ -25,7 +25,7 @@ tail) from one summary per segment, the checkpoint, and the problems themselves.
 Byte ranges, stitched exactly.  The sequential walk follows the size chain from position 0
 of a segment and stops for good at the first bytes that do not decode; a range task that
 starts mid-segment cannot know what the chain did before it.  So each range task finds its
-first record start the way :mod:`rmqstore.ranges` does (magic, own PHYSICALOFFSET, good
+first record start the way :mod:`rmqstore.format.ranges` does (magic, own PHYSICALOFFSET, good
 CRC), walks the chain from there with the sequential code, and stops at the first record
 start at or after its end -- *that position* is the seam.  The driver accepts a range only
 when it began exactly at the seam the range before it reported (then its walk *is* the
@@ -36,18 +36,18 @@ right at the boundary, which the start finder rightly refuses -- that segment is
 again whole in a second, small round.  Clean stores never need it.
 
 A queue directory is one task, not one file: leading pre-blank units and the unit order run
-across the files of a queue (:meth:`~rmqstore.verify.local.Verifier.load_queue`), and a queue's files are few.
+across the files of a queue (:meth:`~rmqstore.read.verify.local.Verifier.load_queue`), and a queue's files are few.
 
 One rule set, not two.  Every decision and every message comes from the rules of
-:mod:`rmqstore.verify.rules` (and its ``queue_rules``, ``index_rules``): a task calls the
+:mod:`rmqstore.read.verify.rules` (and its ``queue_rules``, ``index_rules``): a task calls the
 same pure rule the single-process walk calls, on facts it read (a unit and the record it
 points at, a record and the index entries at its offset, a stray unit and what lies where
 it points) plus the small metadata of its store (where segments and damaged regions lie,
 queue bounds, index headers).  The per-file reads run the local driver's own code in the
-task (:meth:`~rmqstore.verify.local.Verifier.walk_segment`,
-:meth:`~rmqstore.verify.local.Verifier.load_queue`,
-:meth:`~rmqstore.verify.local.Verifier.check_index_file`), and the driver subclass of
-:class:`~rmqstore.verify.local.Verifier` answers the single-process walk's questions (how
+task (:meth:`~rmqstore.read.verify.local.Verifier.walk_segment`,
+:meth:`~rmqstore.read.verify.local.Verifier.load_queue`,
+:meth:`~rmqstore.read.verify.local.Verifier.check_index_file`), and the driver subclass of
+:class:`~rmqstore.read.verify.local.Verifier` answers the single-process walk's questions (how
 did this segment end?  is the rest of the file zero?) from the task summaries.  So the
 reports are *equal*: the same problems with the same messages, the same counters.
 
@@ -74,14 +74,14 @@ from collections import Counter
 from contextlib import ExitStack
 from typing import Callable
 
-from .. import store_paths as sp
-from ..store_dir import grid_problem, parse_file_name, readable_store_files
-from ..store_sizes import StoreSizes
-from ..sysflag import INDEX_ENTRY_TYPES, QUEUE_UNIT_TYPES
-from ..verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
-from ..verify import index_rules as ir
-from ..verify import queue_rules as qr
-from ..verify.files import MappedFile, QueueView
+from ..files import store_paths as sp
+from ..files.store_dir import grid_problem, parse_file_name, readable_store_files
+from ..files.store_sizes import StoreSizes
+from ..format.sysflag import INDEX_ENTRY_TYPES, QUEUE_UNIT_TYPES
+from ..read.verify import DETAIL_CAP, ERROR, Verifier, VerifyReport, prepare
+from ..read.verify import index_rules as ir
+from ..read.verify import queue_rules as qr
+from ..read.verify.files import MappedFile, QueueView
 from .commitlog_source import DEFAULT_SPLIT
 from .verify_tasks import (ENTRIES_SCHEMA, NO_CAP, RECORD_FACTS_SCHEMA, UNITS_SCHEMA, StoreContext, index_task,
                            merge_ranges, merge_unbacked, queue_gap_rows, queue_task, range_task, record_index_rows, stray_unit_rows,
@@ -89,7 +89,7 @@ from .verify_tasks import (ENTRIES_SCHEMA, NO_CAP, RECORD_FACTS_SCHEMA, UNITS_SC
 
 __all__ = ["verify", "RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA"]
 
-_DISPATCHED = QUEUE_UNIT_TYPES  # (the rule of rmqstore.sysflag.gets_queue_unit, as a column test)
+_DISPATCHED = QUEUE_UNIT_TYPES  # (the rule of rmqstore.format.sysflag.gets_queue_unit, as a column test)
 _LAST = 1 << 80  # sorts after every offset
 _TASK_BYTES = 256 << 20  # file bytes per task, about
 
@@ -472,11 +472,11 @@ def _dir_bytes(path: str) -> int:
 
 def verify(spark, paths, *, config=None, max_problems_per_kind: int = DETAIL_CAP, split_size: int = DEFAULT_SPLIT,
            progress: Callable[[int, int], None] | None = None):
-    """Verify one store or several on Spark; equal to :func:`rmqstore.verify.verify` on each.
+    """Verify one store or several on Spark; equal to :func:`rmqstore.read.verify.verify` on each.
 
     ``paths``: a store root (or fixture folder holding ``store/``), an open
     :class:`~rmqstore.store.MessageStore`, or a list of them -- a single one returns one
-    :class:`~rmqstore.verify.VerifyReport`, a list returns a list of reports in the same
+    :class:`~rmqstore.read.verify.VerifyReport`, a list returns a list of reports in the same
     order.  ``config`` gives the file sizes instead of inferring them from the files.
     ``split_size``: commitlog segments are walked in byte ranges of this size (one task each).
     ``progress(done, total)`` is called after each phase.  Reading never writes to a store.

@@ -3,10 +3,10 @@
 The driver (:mod:`rmqstore.spark.verify`, whose essay tells the whole design) ships each
 task a spec -- one byte range of a commitlog segment (:func:`range_task`), one queue
 directory (:func:`queue_task`), one index file (:func:`index_task`) -- and each task runs
-the local driver's own code on it (:class:`~rmqstore.verify.local.Verifier`), returning a
+the local driver's own code on it (:class:`~rmqstore.read.verify.local.Verifier`), returning a
 summary of what it found and the rows (record facts, units, index entries) the joins
 match.  The partition functions (``*_rows``) run on the joined rows: each calls the same
-pure rule of :mod:`rmqstore.verify.rules` the single-process walk calls, on the facts of
+pure rule of :mod:`rmqstore.read.verify.rules` the single-process walk calls, on the facts of
 one row plus the small metadata of its store (:class:`StoreContext`), and yields problems
 as rows ``(sid, "problem", order, i, Problem)`` -- ``order`` is where the sequential walk
 would find them, so that the driver can list them in its order -- or marks for the
@@ -18,21 +18,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from ..dispatch import tags_code_of
-from ..layout import INDEX_HEADER
-from ..properties import string_to_properties
-from ..ranges import find_record_start
-from ..reading import record_keys
-from ..store_dir import parse_file_name
-from ..store_sizes import StoreSizes
-from ..sysflag import transaction_value
-from ..verify import Verifier
-from ..verify import index_rules as ir
-from ..verify import queue_rules as qr
-from ..verify import rules
-from ..verify.files import QueueView
-from ..verify.logwalk import RANGE_END
-from ..walk import End
+from ..engine.dispatch import tags_code_of
+from ..format.layout import INDEX_HEADER
+from ..format.properties import string_to_properties
+from ..format.ranges import find_record_start
+from ..engine.reading import record_keys
+from ..files.store_dir import parse_file_name
+from ..files.store_sizes import StoreSizes
+from ..format.sysflag import transaction_value
+from ..read.verify import Verifier
+from ..read.verify import index_rules as ir
+from ..read.verify import queue_rules as qr
+from ..read.verify import rules
+from ..read.verify.files import QueueView
+from ..read.verify.logwalk import RANGE_END
+from ..format.walk import End
 
 __all__ = ["RECORD_FACTS_SCHEMA", "UNITS_SCHEMA", "ENTRIES_SCHEMA", "NO_CAP", "StoreContext", "range_task",
            "stitch_ranges", "merge_ranges", "queue_task", "index_task", "queue_gap_rows", "unit_match_rows",
@@ -58,7 +58,7 @@ class StoreContext:
     sizes: StoreSizes
     cq_ext: bool
     queues: dict = field(default_factory=dict)  # (topic, qid) -> (rel, min, max)
-    index_files: list = field(default_factory=list)  # rmqstore.verify.index_rules.IndexFileFacts
+    index_files: list = field(default_factory=list)  # rmqstore.read.verify.index_rules.IndexFileFacts
     segments: list = field(default_factory=list)  # (start, rel, size)
     corrupt_regions: list = field(default_factory=list)
     data_end: int = 0

@@ -9,7 +9,7 @@ Views
     store live from a background thread (``detach()``/``close()`` stop it).
 :class:`RecordView`
     one record's bytes as a hex/ASCII grid coloured by field (colours from
-    ``rmqstore.layout.MESSAGE_FIELDS``), hover/click highlighting both ways, decoded values.
+    ``rmqstore.format.layout.MESSAGE_FIELDS``), hover/click highlighting both ways, decoded values.
     ``RecordView.from_bytes(buf, offset=0)``, ``RecordView.from_store(store, physical_offset)``.
 :class:`PutPathPlayer`
     step-through animation of a recorded put path.  ``PutPathPlayer.record(config_kwargs,
@@ -22,7 +22,7 @@ Views
     end of the log comes from the consume queues); ``StoreInspector.from_store(store)``
     inspects an open (even running) store.
 :class:`ReplicationView`
-    a master and its slave side by side (:mod:`rmqstore.ha`): each commitlog's wrote,
+    a master and its slave side by side (:mod:`rmqstore.engine.ha`): each commitlog's wrote,
     readable, flushed and dispatched offsets on one scale, per slave the requested, pushed
     and acknowledged offsets, the SYNC_MASTER waits (waiting now, answers per status, the
     last outcome and its wait), the slave's HA client.  ``ReplicationView.from_stores(master,
@@ -62,7 +62,7 @@ SegmentView
     (plus a margin) are -- scroll ``.rmq-seg-list`` to reach the others.
 RecordView
     root ``data-testid="record-view"``; one hex cell per byte ``data-testid="byte"`` with
-    ``data-field="<span name>"`` (a name of ``rmqstore.record.record_field_spans``: the
+    ``data-field="<span name>"`` (a name of ``rmqstore.format.record.record_field_spans``: the
     ``MESSAGE_FIELDS`` names plus ``body_length``/``topic_length``/``properties_length``;
     for a blank record ``total_size``, ``magic_code``, ``blank_fill``), class ``hl`` while
     that field is highlighted (hover a byte or a row; click pins); decoded rows

@@ -1,7 +1,7 @@
 """What every view shares: the field table with colours, offsets as strings, record details.
 
-The colours and labels of record fields come from :data:`rmqstore.layout.MESSAGE_FIELDS`
-(and :data:`~rmqstore.layout.BLANK_RECORD`) -- one colour per row of the table, by its
+The colours and labels of record fields come from :data:`rmqstore.format.layout.MESSAGE_FIELDS`
+(and :data:`~rmqstore.format.layout.BLANK_RECORD`) -- one colour per row of the table, by its
 position in it -- so a field added to the layout shows up in every view without a second
 copy of the table anywhere.
 
@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import struct
 
-from rmqstore.crc import crc32
-from rmqstore.errors import CorruptRecordError
-from rmqstore.layout import BLANK_MAGIC_CODE, BLANK_RECORD, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2
-from rmqstore.log_browser import fmt_ms, i64  # the rows' 64-bit strings and dates are the core's
-from rmqstore.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
-from rmqstore.record import MessageRecord, create_message_id, decode_record, record_field_spans
-from rmqstore.sysflag import describe as describe_sys_flag
+from rmqstore.format.crc import crc32
+from rmqstore.common.errors import CorruptRecordError
+from rmqstore.format.layout import BLANK_MAGIC_CODE, BLANK_RECORD, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2
+from rmqstore.read.log_browser import fmt_ms, i64  # the rows' 64-bit strings and dates are the core's
+from rmqstore.format.properties import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR
+from rmqstore.format.record import MessageRecord, create_message_id, decode_record, record_field_spans
+from rmqstore.format.sysflag import describe as describe_sys_flag
 
 __all__ = ["FIELD_TABLE", "field_colour", "i64", "record_details", "BLANK_SHOWN", "fmt_ms", "palette", "body_preview",
            "split_properties"]
@@ -114,7 +114,7 @@ def record_details(buf, pos: int = 0, physical_offset: int | None = None, *, lim
 
     Returns ``kind`` (``message``/``blank``/``corrupt``), the record's bytes (``data``; for a
     blank its header and :data:`BLANK_SHOWN` filler bytes), ``spans`` ``[[name, start, end]]``
-    relative to the record start (from :func:`rmqstore.record.record_field_spans` /
+    relative to the record start (from :func:`rmqstore.format.record.record_field_spans` /
     the blank layout), and ``rows`` of decoded values, one per span, in span order.
     ``physical_offset`` (default ``pos``) is where the record sits in the commitlog.
     """

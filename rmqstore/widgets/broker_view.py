@@ -38,8 +38,8 @@ import time
 import anywidget
 import traitlets as t
 
-from rmqstore.errors import AdminError
-from rmqstore.store_paths import commitlog_dir
+from rmqstore.common.errors import AdminError
+from rmqstore.files.store_paths import commitlog_dir
 
 from ._assets import css, esm
 from ._common import i64

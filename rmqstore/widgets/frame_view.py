@@ -26,7 +26,7 @@ from __future__ import annotations
 import traitlets as t
 
 from rmqstore.broker.send import V2_FIELDS
-from rmqstore.properties import PROPERTY_SEPARATOR
+from rmqstore.format.properties import PROPERTY_SEPARATOR
 from rmqstore.remoting import (RemotingFrameError, RequestCode, ResponseCode, SerializeType, decode_frame,
                                frame_field_spans)
 from rmqstore.remoting.codes import RPC_ONEWAY, RPC_TYPE_RESPONSE

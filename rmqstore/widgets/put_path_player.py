@@ -1,6 +1,6 @@
 """PutPathPlayer: step through a recorded put path -- what the engine really did, stage by stage.
 
-A trace (:mod:`rmqstore.trace`) records one event per stage a put meets: with a send through
+A trace (:mod:`rmqstore.common.trace`) records one event per stage a put meets: with a send through
 the broker, first the request frame's bytes field by field and the send processor's checks,
 then the store's stages (encode, lock, mapped file, do_append with the byte ranges of every
 field, wrote position, unlock, group commit / async flush / commit, ...).  The player turns
@@ -12,11 +12,11 @@ flushed) after the step.
 This module only adapts a trace to synced traits: the steps (JSON), the request frames'
 bytes (``frame``, a binary buffer) and their field spans; playing is done in JavaScript from
 that state, so the player works in a static HTML page with no kernel
-(:func:`rmqstore.widgets.to_html`).  Recording is the core's (:mod:`rmqstore.recording`):
+(:func:`rmqstore.widgets.to_html`).  Recording is the core's (:mod:`rmqstore.broker.recording`):
 
-* :meth:`PutPathPlayer.record` -- :func:`rmqstore.recording.record_put_path` (puts into a fresh
+* :meth:`PutPathPlayer.record` -- :func:`rmqstore.broker.recording.record_put_path` (puts into a fresh
   traced store) then :meth:`from_trace`;
-* :meth:`PutPathPlayer.record_send` -- :func:`rmqstore.recording.record_send` (request frames
+* :meth:`PutPathPlayer.record_send` -- :func:`rmqstore.broker.recording.record_send` (request frames
   to a fresh traced broker over TCP), the trace starting at the wire;
 * :meth:`PutPathPlayer.from_events` / :meth:`from_trace` -- a player of any recorded events;
 * :meth:`PutPathPlayer.compare` -- the same messages under SYNC_FLUSH, ASYNC_FLUSH and
@@ -33,9 +33,9 @@ from __future__ import annotations
 import anywidget
 import traitlets as t
 
-from rmqstore.store_paths import offset_to_file_name
-from rmqstore.recording import DEMO_CONFIG, MODES, demo_messages, record_put_path, record_send
-from rmqstore.trace import SEND_STAGES, PutPathTrace
+from rmqstore.files.store_paths import offset_to_file_name
+from rmqstore.broker.recording import DEMO_CONFIG, MODES, demo_messages, record_put_path, record_send
+from rmqstore.common.trace import SEND_STAGES, PutPathTrace
 
 from ._assets import css, esm
 from ._common import FIELD_TABLE, palette, i64
@@ -414,7 +414,7 @@ class PutPathPlayer(anywidget.AnyWidget):
 
     @classmethod
     def from_trace(cls, trace: PutPathTrace, *, title: str | None = None) -> "PutPathPlayer":
-        """A player of a :class:`rmqstore.trace.PutPathTrace` (its events, title and subtitle)."""
+        """A player of a :class:`rmqstore.common.trace.PutPathTrace` (its events, title and subtitle)."""
         events = sorted(trace.events, key=lambda e: e.get("seq", 0))
         files, steps = build_steps(events)
         frame, spans = build_frames(events)
@@ -430,14 +430,14 @@ class PutPathPlayer(anywidget.AnyWidget):
     @classmethod
     def record(cls, config_kwargs: dict | None = None, messages=None, *, title: str | None = None,
                **record_kwargs) -> "PutPathPlayer":
-        """Put ``messages`` into a fresh traced store and play the trace (:func:`rmqstore.recording.record_put_path`)."""
+        """Put ``messages`` into a fresh traced store and play the trace (:func:`rmqstore.broker.recording.record_put_path`)."""
         return cls.from_trace(record_put_path(config_kwargs, messages, **record_kwargs), title=title)
 
     @classmethod
     def record_send(cls, frames=None, config_kwargs: dict | None = None, *, title: str | None = None,
                     **record_kwargs) -> "PutPathPlayer":
         """Send request frames to a fresh traced broker and play the trace from the wire
-        (:func:`rmqstore.recording.record_send`)."""
+        (:func:`rmqstore.broker.recording.record_send`)."""
         return cls.from_trace(record_send(frames, config_kwargs, **record_kwargs), title=title)
 
     @property

@@ -1,7 +1,7 @@
 """RecordView: one commitlog record's bytes, coloured field by field, and what they decode to.
 
 The hex/ASCII grid colours each byte by the layout field it belongs to (spans from
-:func:`rmqstore.record.record_field_spans`, colours from :data:`rmqstore.layout.MESSAGE_FIELDS`
+:func:`rmqstore.format.record.record_field_spans`, colours from :data:`rmqstore.format.layout.MESSAGE_FIELDS`
 by way of :data:`widgets._common.FIELD_TABLE`).  Hovering a byte highlights its field's bytes
 and its decoded row; hovering a row highlights its bytes; clicking pins the field
 (``selected``, synced both ways).  Decoded values: timestamps as UTC dates, hosts as
@@ -18,8 +18,8 @@ from __future__ import annotations
 import anywidget
 import traitlets as t
 
-from rmqstore.reading import NoRecordAt, held_record_bytes
-from rmqstore.store_paths import offset_to_file_name
+from rmqstore.engine.reading import NoRecordAt, held_record_bytes
+from rmqstore.files.store_paths import offset_to_file_name
 
 from ._assets import css, esm
 from ._common import FIELD_TABLE, record_details

@@ -1,5 +1,5 @@
-// ReplicationView: a master and its slave side by side (rmqstore.ha).
-// State: master, slave (snapshot dicts of rmqstore.ha.replication_snapshot, offsets as decimal
+// ReplicationView: a master and its slave side by side (rmqstore.engine.ha).
+// State: master, slave (snapshot dicts of rmqstore.engine.ha.replication_snapshot, offsets as decimal
 // strings), title, live, updates.
 // DOM contract: root data-testid="replication-view"; each side data-testid="ha-side" with
 // data-side (master/slave), data-role, data-running; in it one data-testid="pos" per position

@@ -1,6 +1,6 @@
 """ReplicationView: a master and its slave side by side, and the offsets replication runs on.
 
-Replication is offsets (:mod:`rmqstore.ha`): the master pushes commitlog bytes from where
+Replication is offsets (:mod:`rmqstore.engine.ha`): the master pushes commitlog bytes from where
 the slave's log ends, the slave appends them and reports its new end, and that report is
 the ack a SYNC_MASTER put waits for.  The view shows, for each side, the commitlog's
 ``wrote`` / ``max_offset`` (readable) / ``flushed`` / ``dispatched`` positions on one
@@ -10,7 +10,7 @@ master the SYNC_MASTER waits -- puts waiting now, answers per status (PUT_OK,
 FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE), the last outcome and how long it waited; under
 the slave its HA client (connected, last report, reconnects).
 
-The numbers come from :func:`rmqstore.ha.replication_snapshot`; this class only carries
+The numbers come from :func:`rmqstore.engine.ha.replication_snapshot`; this class only carries
 them in synced traits (``master``, ``slave``: plain dicts, offsets as decimal strings),
 so a static page renders the same view with no kernel.
 
@@ -26,7 +26,7 @@ from __future__ import annotations
 import anywidget
 import traitlets as t
 
-from rmqstore.ha import replication_snapshot
+from rmqstore.engine.ha import replication_snapshot
 
 from ._assets import css, esm
 from ._common import i64
@@ -68,7 +68,7 @@ class ReplicationView(LiveView, anywidget.AnyWidget):
     # -- snapshots -----------------------------------------------------------------
     @classmethod
     def from_snapshot(cls, snapshot: dict, title: str = "") -> "ReplicationView":
-        """From a :func:`~rmqstore.ha.replication_snapshot` dict."""
+        """From a :func:`~rmqstore.engine.ha.replication_snapshot` dict."""
         view = cls(title=title)
         view._show(snapshot)
         return view

@@ -24,8 +24,8 @@ Binary columns keep 2,000 segments at ~72 KB of state; the front end draws only 
 scrolled into view (all of them up to :data:`VIRTUALISE_ABOVE`) plus a canvas overview.
 
 The blank tail of a full segment is found once per file and cached, by the core's walk
-(:func:`rmqstore.walk.walk_segment`): from the last record the consume queues point at in
-that file (:func:`rmqstore.fast_open.boundary_hint`) a few records reach the blank; without
+(:func:`rmqstore.format.walk.walk_segment`): from the last record the consume queues point at in
+that file (:func:`rmqstore.read.fast_open.boundary_hint`) a few records reach the blank; without
 consume queues the walk reads the file, at most :data:`BLANK_WALK_BUDGET` bytes per snapshot
 with ``blanks="auto"`` (a store of 1 GiB segments and no consume queues shows "?" instead of
 reading gigabytes).
@@ -42,11 +42,11 @@ import weakref
 import anywidget
 import traitlets as t
 
-from rmqstore.fast_open import boundary_hint
-from rmqstore.walk import End, walk_segment
+from rmqstore.read.fast_open import boundary_hint
+from rmqstore.format.walk import End, walk_segment
 
 from ._assets import css, esm
-from rmqstore.store_paths import offset_to_file_name
+from rmqstore.files.store_paths import offset_to_file_name
 
 from ._common import i64
 from ._live import LiveView

@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from rmqstore.errors import RmqStoreError
-from rmqstore.progress import ProgressBar
+from rmqstore.common.errors import RmqStoreError
+from rmqstore.common.progress import ProgressBar
 
 from ._assets import HERE
 from .static_html import NotebookExecutionError, export_notebook_html

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from typing import Callable
 
-from ..errors import RmqStoreError
+from ..common.errors import RmqStoreError
 from ._assets import HERE
 
 __all__ = ["to_html", "export_notebook_html", "execute_notebook", "NotebookExecutionError", "widget_state",

@@ -1,8 +1,8 @@
 """StoreInspector: one view over a store directory -- segments, queues, records, lookups.
 
-Opening never reads the whole store (:func:`rmqstore.fast_open.open_fast` finds the end of
+Opening never reads the whole store (:func:`rmqstore.read.fast_open.open_fast` finds the end of
 the log from the consume queues and a short walk).  The paging, the hops backwards and the
-lookups (msgId, physical offset, key) are the engine's :class:`rmqstore.log_browser.LogBrowser`
+lookups (msgId, physical offset, key) are the engine's :class:`rmqstore.read.log_browser.LogBrowser`
 (re-exported here); this module only holds the view: its traits, the first pages embedded for
 a static page, and the answers to the browser's requests.
 
@@ -21,9 +21,9 @@ import time
 import anywidget
 import traitlets as t
 
-from rmqstore.fast_open import open_fast
-from rmqstore.log_browser import LogBrowser
-from rmqstore.reading import check_open
+from rmqstore.read.fast_open import open_fast
+from rmqstore.read.log_browser import LogBrowser
+from rmqstore.engine.reading import check_open
 
 from ._assets import css, esm
 from ._common import FIELD_TABLE, i64

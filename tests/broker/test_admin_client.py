@@ -13,7 +13,7 @@ import pytest
 from broker_support import BrokerThread, run_async
 from rmqstore.admin import Admin, AsyncAdmin
 from rmqstore.broker.background import ServiceThread
-from rmqstore.errors import AdminConnectionError, AdminError, AdminTimeoutError, RmqStoreError
+from rmqstore.common.errors import AdminConnectionError, AdminError, AdminTimeoutError, RmqStoreError
 from rmqstore.remoting import RemotingServer, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(180)

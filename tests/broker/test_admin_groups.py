@@ -8,9 +8,9 @@ import pytest
 
 from broker_support import BrokerThread, config_json, small_store_config
 from rmqstore.broker.jsonfmt import dumps, loads
-from rmqstore.config import BrokerRole
+from rmqstore.common.config import BrokerRole
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
-from rmqstore.store_paths import SUBSCRIPTION_GROUP_JSON
+from rmqstore.files.store_paths import SUBSCRIPTION_GROUP_JSON
 from test_broker_protocol import pull, send_v2
 
 pytestmark = pytest.mark.timeout(120)

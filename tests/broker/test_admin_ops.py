@@ -14,8 +14,8 @@ import pytest
 from broker_support import BrokerThread
 from rmqstore.admin import Admin
 from rmqstore.broker.namesrv.register_body import encode_register_body
-from rmqstore.errors import AdminError
-from rmqstore.record import decode_message_id
+from rmqstore.common.errors import AdminError
+from rmqstore.format.record import decode_message_id
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from test_broker_protocol import send_v2
 

@@ -14,9 +14,9 @@ import pytest
 
 from broker_support import BrokerThread, NamesrvThread, config_json, invoke_at, small_store_config
 from rmqstore.broker.jsonfmt import loads
-from rmqstore.config import BrokerRole
+from rmqstore.common.config import BrokerRole
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
-from rmqstore.store_paths import TOPICS_JSON
+from rmqstore.files.store_paths import TOPICS_JSON
 from test_broker_protocol import send_v2
 
 pytestmark = pytest.mark.timeout(120)

@@ -15,7 +15,7 @@ from broker_support import BrokerThread, small_store_config
 from test_broker_protocol import pull, send_v2
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.broker.stats import MINUTE, TOPIC_PUT_NUMS
-from rmqstore.record import decode_message_id
+from rmqstore.format.record import decode_message_id
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(120)

@@ -13,8 +13,8 @@ from test_broker_protocol import pull, send_v2
 from rmqstore.broker.batch import encode_batch_body
 from rmqstore.broker.stats import (BROKER_GET_NUMS, BROKER_PUT_NUMS, GROUP_GET_LATENCY, GROUP_GET_NUMS,
                                    GROUP_GET_SIZE, MINUTE, SCHEDULE_TOPIC, SNDBCK_PUT_NUMS, TOPIC_PUT_NUMS, TOPIC_PUT_SIZE)
-from rmqstore.properties import properties_to_string
-from rmqstore.record import decode_message_id
+from rmqstore.format.properties import properties_to_string
+from rmqstore.format.record import decode_message_id
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(120)

@@ -18,9 +18,9 @@ import pytest
 from broker_support import BrokerThread
 from conftest import run_cli
 from rmqstore.broker.acl import sign_request
-from rmqstore.record import MessageRecord
+from rmqstore.format.record import MessageRecord
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode
-from rmqstore.scan import scan_commitlog
+from rmqstore.read.scan import scan_commitlog
 from test_acl import SHIPPED
 from test_broker_protocol import pull, send_v2
 

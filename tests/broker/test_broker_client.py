@@ -19,9 +19,9 @@ rc = pytest.importorskip("rocketmq.client")
 from broker_support import BrokerThread  # noqa: E402
 from conftest import run_cli  # noqa: E402
 from rmqstore.broker.jsonfmt import loads  # noqa: E402
-from rmqstore.properties import parse_properties  # noqa: E402
-from rmqstore.record import MessageRecord  # noqa: E402
-from rmqstore.scan import scan_commitlog  # noqa: E402
+from rmqstore.format.properties import parse_properties  # noqa: E402
+from rmqstore.format.record import MessageRecord  # noqa: E402
+from rmqstore.read.scan import scan_commitlog  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 

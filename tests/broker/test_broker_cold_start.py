@@ -20,7 +20,7 @@ import pytest
 
 from broker_support import BrokerThread, small_store_config
 from test_broker_protocol import send_v2
-from rmqstore import allocate
+from rmqstore.engine import allocate
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(120)

@@ -17,11 +17,11 @@ rc = pytest.importorskip("rocketmq.client")
 
 from broker_support import BrokerThread, small_store_config  # noqa: E402
 from rmqstore.broker.jsonfmt import loads  # noqa: E402
-from rmqstore.properties import parse_properties  # noqa: E402
-from rmqstore.record import MessageRecord, create_message_id  # noqa: E402
+from rmqstore.format.properties import parse_properties  # noqa: E402
+from rmqstore.format.record import MessageRecord, create_message_id  # noqa: E402
 from rmqstore.remoting import RemotingCommand, RequestCode  # noqa: E402
-from rmqstore.scan import scan_commitlog  # noqa: E402
-from rmqstore.verify import verify  # noqa: E402
+from rmqstore.read.scan import scan_commitlog  # noqa: E402
+from rmqstore.read.verify import verify  # noqa: E402
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -15,7 +15,7 @@ import pytest
 
 from broker_support import BrokerThread, NamesrvThread, small_store_config
 from rmqstore import BrokerRole, Message, PutMessageStatus
-from rmqstore.crc import crc32
+from rmqstore.format.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(60)

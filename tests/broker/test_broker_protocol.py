@@ -22,8 +22,8 @@ from broker_support import BrokerThread
 from conftest import REPO
 from rmqstore.broker.batch import encode_batch_body
 from rmqstore.broker.jsonfmt import loads
-from rmqstore.properties import properties_to_string
-from rmqstore.record import decode_message_id, decode_record
+from rmqstore.format.properties import properties_to_string
+from rmqstore.format.record import decode_message_id, decode_record
 from rmqstore.remoting import RemotingCommand, RequestCode, ResponseCode, SerializeType, encode_frame
 
 pytestmark = pytest.mark.timeout(90)
@@ -300,7 +300,7 @@ def test_subscription_groups_are_created_persisted_or_refused(tmp_path):
 
 def test_sync_flush_sends_wait_on_the_store_pool_not_on_the_loop(tmp_path):
     from broker_support import small_store_config
-    from rmqstore.config import FlushDiskType
+    from rmqstore.common.config import FlushDiskType
 
     with BrokerThread(tmp_path / "store", store_config=small_store_config(
             flush_disk_type=FlushDiskType.SYNC_FLUSH)) as bt:

@@ -13,10 +13,10 @@ import time
 import pytest
 
 from broker_support import BrokerThread
-from rmqstore.properties import parse_properties
-from rmqstore.record import decode_message_id, decode_record
+from rmqstore.format.properties import parse_properties
+from rmqstore.format.record import decode_message_id, decode_record
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from rmqstore.format.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 from test_broker_protocol import pull, send_v2
 
 pytestmark = pytest.mark.timeout(60)

@@ -79,7 +79,7 @@ def test_a_broker_that_is_down_is_a_row_saying_so(broker):
 
 
 def test_a_cluster_gone_is_said_in_the_view_and_the_last_snapshot_stays(tmp_path):
-    from rmqstore.errors import AdminConnectionError
+    from rmqstore.common.errors import AdminConnectionError
 
     bt = BrokerThread(tmp_path / "store")
     try:

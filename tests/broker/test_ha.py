@@ -3,7 +3,7 @@
 Every test runs on loopback with ephemeral ports, tiny commitlog files (64 KiB) so that
 transfers cross file boundaries, and bounded waits; every store and process is shut
 down at the end.  Fake masters and slaves speak the wire by hand, through the frame
-tables of :mod:`rmqstore.ha.frames`, so the tests also pin the wire format.
+tables of :mod:`rmqstore.engine.ha.frames`, so the tests also pin the wire format.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from rmqstore import BrokerRole, Message, MessageBatch, MessageStore, PutMessageStatus, StoreConfig
-from rmqstore.config import FlushDiskType
-from rmqstore.errors import StoreStateError
-from rmqstore.ha import SLAVE_REPORT, TRANSFER_HEADER, frames_markdown
-from rmqstore.trace import RecordingTracer
+from rmqstore.common.config import FlushDiskType
+from rmqstore.common.errors import StoreStateError
+from rmqstore.engine.ha import SLAVE_REPORT, TRANSFER_HEADER, frames_markdown
+from rmqstore.common.trace import RecordingTracer
 
 from conftest import wait_until
 from test_put_checks import walk_commitlog
@@ -217,7 +217,7 @@ def test_sync_master_statuses(make):
 def test_replication_snapshot_shows_waits_and_their_outcomes(make):
     """The snapshot counts every SYNC_MASTER answer by status, keeps the last with its wait, and
     sees a put while it waits for a slave; an ASYNC_MASTER and non-waiting puts record nothing."""
-    from rmqstore.ha import replication_snapshot
+    from rmqstore.engine.ha import replication_snapshot
 
     master = make("m", BrokerRole.SYNC_MASTER, sync_flush_timeout=400)
     assert replication_snapshot(master)["master"]["outcomes"] == {}
@@ -440,7 +440,7 @@ def test_master_restart_slave_reconnects(make):
 
 
 def test_docs_show_the_declared_frames():
-    """docs/ha.md carries the frame tables exactly as rmqstore.ha.frames declares them."""
+    """docs/ha.md carries the frame tables exactly as rmqstore.engine.ha.frames declares them."""
     doc = (Path(__file__).resolve().parents[2] / "docs" / "ha.md").read_text(encoding="utf-8")
     between = doc.split("<!-- frames:begin -->\n", 1)[1].split("\n<!-- frames:end -->", 1)[0]
     assert between == frames_markdown()

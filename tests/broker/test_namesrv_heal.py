@@ -18,7 +18,7 @@ import time
 import pytest
 
 from broker_support import BrokerThread, NamesrvThread
-from rmqstore.crc import crc32
+from rmqstore.format.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(60)

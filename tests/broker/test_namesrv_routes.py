@@ -21,7 +21,7 @@ from broker_support import BrokerThread, NamesrvThread
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.broker.namesrv import RouteInfoManager, decode_register_body, encode_register_body
 from rmqstore.broker.topics import TopicConfig
-from rmqstore.crc import crc32
+from rmqstore.format.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 pytestmark = pytest.mark.timeout(60)

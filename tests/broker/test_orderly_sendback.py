@@ -21,10 +21,10 @@ import time
 import pytest
 
 from broker_support import BrokerThread, small_store_config
-from rmqstore.properties import parse_properties
-from rmqstore.record import MessageRecord
+from rmqstore.format.properties import parse_properties
+from rmqstore.format.record import MessageRecord
 from rmqstore.remoting import ResponseCode
-from rmqstore.scan import scan_commitlog
+from rmqstore.read.scan import scan_commitlog
 from test_broker_protocol import send_v2
 
 pytestmark = pytest.mark.timeout(90)

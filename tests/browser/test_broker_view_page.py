@@ -64,7 +64,7 @@ import os
 from rmqstore import Message
 from rmqstore.admin import Admin
 from rmqstore.broker import Broker, BrokerConfig, ServiceThread
-from rmqstore.config import StoreConfig
+from rmqstore.common.config import StoreConfig
 from rmqstore.widgets import BrokerView
 
 config = StoreConfig(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20 * 1000,

@@ -196,7 +196,7 @@ def test_main_job_opens_the_tour_and_it_runs(page, main_job_lab, snap, page_erro
     assert nb.outputs().locator("[data-testid]").first.get_attribute("data-testid") == "store-inspector"
 
     from rmqstore import MessageRecord
-    from rmqstore.scan import CommitLogScan, find_commitlog_dir, list_segments
+    from rmqstore.read.scan import CommitLogScan, find_commitlog_dir, list_segments
 
     store = REPO / "data" / "sample_store"
     records = list(CommitLogScan(store))

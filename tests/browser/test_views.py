@@ -380,8 +380,8 @@ def standalone_pages(tmp_path_factory):
     """One to_html page per view (and one with all of them), plus what each must show."""
     widgets = widgets_module()
     from rmqstore import MessageRecord, open_store
-    from rmqstore.record import create_message_id, record_field_spans
-    from rmqstore.scan import CommitLogScan
+    from rmqstore.format.record import create_message_id, record_field_spans
+    from rmqstore.read.scan import CommitLogScan
 
     out = tmp_path_factory.mktemp("to_html")
     store = open_store(SAMPLE)
@@ -409,7 +409,7 @@ def standalone_pages(tmp_path_factory):
         widgets.to_html(view, out / f"{name}.html", title=name)
     widgets.to_html(list(pages.values()), out / "all.html", title="all views")
     if hasattr(widgets.PutPathPlayer, "record_send"):  # the put path from the wire: a send through the broker
-        from rmqstore.recording import send_frame
+        from rmqstore.broker.recording import send_frame
 
         sender = widgets.PutPathPlayer.record_send(send_frame("WireViewTopic", b"from the wire"), PLAYER_CONFIG)
         expected["SEND_PLAYER"] = player_expectations(sender.trace.events)

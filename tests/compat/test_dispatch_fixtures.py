@@ -28,17 +28,17 @@ import pytest
 from conftest import FIXTURES, PUT_FIXTURES, files_under, manifest, pipe_dump_load, run_cli
 
 from rmqstore import open_store
-from rmqstore.config import BrokerRole, StoreConfig
-from rmqstore.crc import crc32
-from rmqstore.dispatch import tags_code_of
-from rmqstore.message import Message
-from rmqstore.properties import string_to_properties
-from rmqstore.reading import (GetMessageStatus, get_message, get_max_offset_in_queue, get_min_offset_in_queue,
-                              look_message_by_offset, message_keys, query_message, view_message_by_id)
-from rmqstore.record import Address, create_message_id
+from rmqstore.common.config import BrokerRole, StoreConfig
+from rmqstore.format.crc import crc32
+from rmqstore.engine.dispatch import tags_code_of
+from rmqstore.format.message import Message
+from rmqstore.format.properties import string_to_properties
+from rmqstore.engine.reading import (GetMessageStatus, get_message, get_max_offset_in_queue, get_min_offset_in_queue,
+                                     look_message_by_offset, message_keys, query_message, view_message_by_id)
+from rmqstore.format.record import Address, create_message_id
 from rmqstore.store import MessageStore
-from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE,
-                              TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
+from rmqstore.format.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE,
+                                     TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)
 
 NAMES = PUT_FIXTURES  # basic, boundary, txn_delay, flush_async, flush_sync, flush_tsp
 WHICH = ("reloaded", "original")

@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, PUT_FIXTURES, manifest, pipe_dump_load, run_cli
 
-from rmqstore.record import Address
-from rmqstore.scan import CommitLogScan
+from rmqstore.format.record import Address
+from rmqstore.read.scan import CommitLogScan
 
 
 #: (fixture, store folder) of every store written by RocketMQ
@@ -292,7 +292,7 @@ def test_load_copies_a_bad_body_crc_byte_for_byte(tmp_path):
 
 
 def test_load_repair_recomputes_and_says_so(tmp_path):
-    from rmqstore.crc import crc32
+    from rmqstore.format.crc import crc32
 
     src, last = _damaged_copy(tmp_path)
     text = run_cli(["dump", src, "--json"])[1]
@@ -355,7 +355,7 @@ def test_load_like_copies_every_file_size(tmp_path, like):
 
 
 def test_index_dimensions_come_from_the_files():
-    from rmqstore.store_sizes import index_dimensions, infer_config
+    from rmqstore.files.store_sizes import index_dimensions, infer_config
 
     for name in ("basic", "boundary", "txn_delay", "flush_async", "crash"):
         assert index_dimensions(str(FIXTURES / name / "store")) == (100, 400), name
@@ -386,15 +386,15 @@ def _write_index_store(root: Path, slots: int, entries: int, keys: int):
     (60, 300, 299),     # one entry short of full
 ])
 def test_index_dimensions_other_ratios(tmp_path, slots, entries, keys):
-    from rmqstore.store_sizes import index_dimensions
+    from rmqstore.files.store_sizes import index_dimensions
 
     _write_index_store(tmp_path / "s", slots, entries, keys)
     assert index_dimensions(str(tmp_path / "s")) == (slots, entries)
 
 
 def test_index_dimensions_of_keyless_files_are_ambiguous(tmp_path):
-    from rmqstore.errors import StoreError
-    from rmqstore.store_sizes import index_dimensions
+    from rmqstore.common.errors import StoreError
+    from rmqstore.files.store_sizes import index_dimensions
 
     _write_index_store(tmp_path / "s", 7, 1000, 0)
     with pytest.raises(StoreError, match="no index file holds a key.*max_hash_slot_num"):
@@ -566,14 +566,14 @@ def test_cli_and_spark_cli_do_not_import_each_other():
 
 
 def test_command_line_modules_stay_small():
-    for path in [_PACKAGE / "cli.py", _PACKAGE / "replay.py", *sorted((_PACKAGE / "commands").glob("*.py"))]:
+    for path in [_PACKAGE / "cli.py", _PACKAGE / "read" / "replay.py", *sorted((_PACKAGE / "commands").glob("*.py"))]:
         lines = path.read_text(encoding="utf-8").count("\n")
         assert lines < 500, f"{path.name}: {lines} lines"
 
 
 def test_the_replay_engine_is_its_own_module():
-    from rmqstore import replay
-    from rmqstore.errors import RmqStoreError
+    from rmqstore.read import replay
+    from rmqstore.common.errors import RmqStoreError
 
     assert replay.__all__ == ["Loader", "ReplayError"] and issubclass(replay.ReplayError, RmqStoreError)
     assert not hasattr(__import__("rmqstore.cli").cli, "_Loader")

@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, PUT_FIXTURES, commitlog_records, manifest, run_cli, snapshot
 
-from rmqstore.properties import string_to_properties
-from rmqstore.record import BlankRecord
-from rmqstore.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
+from rmqstore.format.properties import string_to_properties
+from rmqstore.format.record import BlankRecord
+from rmqstore.read.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
 from rmqstore.store import open_store
 
 #: (fixture, store folder) of every store written by RocketMQ
@@ -146,7 +146,7 @@ def test_inspect_says_which_message_count_is_which(name):
     message record in the commitlog, inspect the messages its consume queues hold.  inspect names both,
     and the transaction halves (prepared, rolled back) that are the difference: RocketMQ gives them no
     queue unit."""
-    from rmqstore.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+    from rmqstore.format.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 
     messages = [r for _, r in commitlog_records(name) if not isinstance(r, BlankRecord)]
     halves = sum(r.sys_flag & TRANSACTION_MASK in (TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE)

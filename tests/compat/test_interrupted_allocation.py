@@ -21,9 +21,9 @@ import shutil
 import pytest
 from conftest import FIXTURES, run_cli
 
-from rmqstore.errors import StoreError
+from rmqstore.common.errors import StoreError
 from rmqstore.store import open_store
-from rmqstore.store_sizes import interrupted_allocation_note
+from rmqstore.files.store_sizes import interrupted_allocation_note
 
 SEGMENT = 65536  # the fixtures' commitlog segment size
 

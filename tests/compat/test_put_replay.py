@@ -9,7 +9,7 @@ delay-rewritten properties string in HashMap order included), and the commitlog 
 be byte-identical to RocketMQ's -- except for the bytes after a blank record's 8-byte
 header, where RocketMQ may leave stale bytes (``flush_tsp``) and we must leave zeros.
 
-Documented differences (``rmqstore.commit_log.DIFFERENCES``): ``boundary`` seq 12 -- a
+Documented differences (``rmqstore.engine.commit_log.DIFFERENCES``): ``boundary`` seq 12 -- a
 record larger than a whole file -- is refused with MESSAGE_ILLEGAL (RocketMQ says PUT_OK,
 stores nothing and blanks two files), so our later ``boundary`` records sit at other
 offsets; they are compared by content, not by offset.
@@ -28,8 +28,8 @@ import pytest
 
 from conftest import commitlog_files, manifest, walk_file
 from rmqstore import Message, MessageStore, PutMessageStatus, StoreConfig
-from rmqstore.commit_log import DIFFERENCES
-from rmqstore.record import Address, BlankRecord, MessageRecord, create_message_id, decode_record
+from rmqstore.engine.commit_log import DIFFERENCES
+from rmqstore.format.record import Address, BlankRecord, MessageRecord, create_message_id, decode_record
 
 REPLAY_FIXTURES = ("basic", "boundary", "txn_delay", "flush_async", "flush_sync", "flush_tsp")
 

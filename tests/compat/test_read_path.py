@@ -1,4 +1,4 @@
-"""The read path (rmqstore.reading) on stores written by our engine.
+"""The read path (rmqstore.engine.reading) on stores written by our engine.
 
 Tiny segments (4 KiB commitlog files, 8-unit consume-queue files) so that every read
 crosses file boundaries; an injected clock where store times matter.  The last tests read
@@ -17,16 +17,16 @@ from dataclasses import replace
 import pytest
 
 from rmqstore import open_store
-from rmqstore.config import StoreConfig
-from rmqstore.crc import crc32
-from rmqstore.errors import LayoutError, StoreStateError
-from rmqstore.message import Message
-from rmqstore.properties import java_string_hash
-from rmqstore.reading import (ConsumeQueueUnit, GetMessageStatus, TagFilter, TransferLimits,
-                              get_commit_log_offset_in_queue, get_message, get_max_offset_in_queue,
-                              get_min_offset_in_queue, get_offset_in_queue_by_time, look_message_by_offset,
-                              message_keys, pickup_store_timestamp, query_message, view_message_by_id)
-from rmqstore.record import Address, create_message_id
+from rmqstore.common.config import StoreConfig
+from rmqstore.format.crc import crc32
+from rmqstore.common.errors import LayoutError, StoreStateError
+from rmqstore.format.message import Message
+from rmqstore.format.properties import java_string_hash
+from rmqstore.engine.reading import (ConsumeQueueUnit, GetMessageStatus, TagFilter, TransferLimits,
+                                     get_commit_log_offset_in_queue, get_message, get_max_offset_in_queue,
+                                     get_min_offset_in_queue, get_offset_in_queue_by_time, look_message_by_offset,
+                                     message_keys, pickup_store_timestamp, query_message, view_message_by_id)
+from rmqstore.format.record import Address, create_message_id
 from rmqstore.store import MessageStore
 
 TINY = dict(mapped_file_size_commit_log=4096, mapped_file_size_consume_queue=20 * 8, max_hash_slot_num=16,
@@ -482,7 +482,7 @@ def test_a_closed_store_says_so():
     """Reads of a closed store raise StoreStateError naming it; they used to answer 'nothing found'
     (notebook 06's inspector showed '0 record(s) via the index' after its store was closed)."""
     from conftest import FIXTURES
-    from rmqstore.errors import StoreStateError
+    from rmqstore.common.errors import StoreStateError
 
     store = open_store(FIXTURES / "basic" / "store")
     assert store.query_message("TopicTest", "KEY0", 32, 0, 2**63 - 1) is not None
@@ -504,7 +504,7 @@ def test_a_closed_store_says_so():
 
 def test_a_shut_down_store_says_so(tmp_path):
     from rmqstore import Message, MessageStore, StoreConfig
-    from rmqstore.errors import StoreStateError
+    from rmqstore.common.errors import StoreStateError
 
     store = MessageStore(tmp_path / "s", StoreConfig(mapped_file_size_commit_log=64 * 1024))
     store.start()

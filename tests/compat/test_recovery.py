@@ -1,4 +1,4 @@
-"""Recovery (rmqstore.recovery) against RocketMQ 4.9.8's own recovery, clean stores and damaged ones.
+"""Recovery (rmqstore.engine.recovery) against RocketMQ 4.9.8's own recovery, clean stores and damaged ones.
 
 * the ``crash`` fixture: the store a killed RocketMQ left, recovered by us, must end where
   RocketMQ's recovery ended and, after a clean shutdown, hold the same bytes as the
@@ -28,21 +28,21 @@ import pytest
 from conftest import FIXTURES, copy_store, manifest, snapshot
 from crash_writer import crash_config, expected_records
 
-from rmqstore import recovery
-from rmqstore.config import StoreConfig
-from rmqstore.consume_queue import CQ_STORE_UNIT_SIZE
-from rmqstore.dispatch import tags_code_of
-from rmqstore.errors import StoreError, StoreStateError
-from rmqstore.index import index_key_hash
-from rmqstore.layout import BLANK_MAGIC_CODE
-from rmqstore.message import Message
-from rmqstore.properties import KEYS, UNIQ_KEY, string_to_properties
-from rmqstore.record import BlankRecord, decode_record
-from rmqstore.status import PutMessageStatus
+from rmqstore.engine import recovery
+from rmqstore.common.config import StoreConfig
+from rmqstore.engine.consume_queue import CQ_STORE_UNIT_SIZE
+from rmqstore.engine.dispatch import tags_code_of
+from rmqstore.common.errors import StoreError, StoreStateError
+from rmqstore.engine.index import index_key_hash
+from rmqstore.format.layout import BLANK_MAGIC_CODE
+from rmqstore.format.message import Message
+from rmqstore.format.properties import KEYS, UNIQ_KEY, string_to_properties
+from rmqstore.format.record import BlankRecord, decode_record
+from rmqstore.format.status import PutMessageStatus
 from rmqstore.store import MessageStore, open_store
-from rmqstore.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
-from rmqstore.verify import verify
-from rmqstore.walk import End
+from rmqstore.format.sysflag import TRANSACTION_MASK, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from rmqstore.read.verify import verify
+from rmqstore.format.walk import End
 
 HERE = Path(__file__).resolve().parents[1]  # tests/, where the writer script lives
 WRITER = HERE / "crash_writer.py"
@@ -770,7 +770,7 @@ def check_acked(records: dict, lines, seed: int) -> int:
 
     Returns how many records the lines acknowledged.
     """
-    from rmqstore.record import create_message_id
+    from rmqstore.format.record import create_message_id
 
     n = 0
     for line in lines:

@@ -1,4 +1,4 @@
-"""``rmqstore.verify`` finds injected damage, and no reader leaks a raw exception on garbage.
+"""``rmqstore.read.verify`` finds injected damage, and no reader leaks a raw exception on garbage.
 
 Done means:
 
@@ -13,7 +13,7 @@ Done means:
     commitlog file (indistinguishable from files that expired; verify notes it);
 (b) on random garbage arranged like a store -- and on a real store with random bytes
     spliced into its files -- ``open_store``, ``inspect``, the message look-ups and
-    ``verify`` raise nothing but :class:`~rmqstore.errors.RmqStoreError` subclasses
+    ``verify`` raise nothing but :class:`~rmqstore.common.errors.RmqStoreError` subclasses
     (verify raises nothing at all: it reports), and the CLI never reports an internal
     error.
 """
@@ -35,13 +35,13 @@ from test_inspect import snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmqstore.errors import RmqStoreError
-from rmqstore.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
-from rmqstore.record import BlankRecord
-from rmqstore.scan import scan_commitlog
-from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
+from rmqstore.common.errors import RmqStoreError
+from rmqstore.read.inspect_store import find_by_key, find_by_msg_id, inspect, read_message_at
+from rmqstore.format.record import BlankRecord
+from rmqstore.read.scan import scan_commitlog
+from rmqstore.format.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK, TRANSACTION_NOT_TYPE
 from rmqstore.store import open_store
-from rmqstore.verify import ERROR, verify
+from rmqstore.read.verify import ERROR, verify
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -56,7 +56,7 @@ def engine_store() -> Path:
     """A store written by our own engine with tiny files: commitlog, consume-queue and index
     files all roll over; keys, tags, transactions, delay levels and a batch."""
     from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig
-    from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+    from rmqstore.format.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
 
     root = Path(tempfile.mkdtemp(prefix="rmqstore-verify-engine-")) / "store"
     atexit.register(shutil.rmtree, root.parent, True)

@@ -20,9 +20,10 @@ import threading
 
 import pytest
 
-from rmqstore import Message, MessageStore, StoreConfig, allocate
-from rmqstore.mapped_file import MappedFile
-from rmqstore.status import PutMessageStatus
+from rmqstore import Message, MessageStore, StoreConfig
+from rmqstore.engine import allocate
+from rmqstore.files.mapped_file import MappedFile
+from rmqstore.format.status import PutMessageStatus
 
 from conftest import wait_until
 

@@ -20,10 +20,10 @@ from collections import defaultdict
 import pytest
 
 from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig
-from rmqstore.commit_log import PutMessageSpinLock
-from rmqstore.config import FlushDiskType
-from rmqstore.record import Address, BlankRecord, MessageRecord, create_message_id, decode_record
-from rmqstore.sysflag import TRANSACTION_PREPARED_TYPE
+from rmqstore.engine.commit_log import PutMessageSpinLock
+from rmqstore.common.config import FlushDiskType
+from rmqstore.format.record import Address, BlankRecord, MessageRecord, create_message_id, decode_record
+from rmqstore.format.sysflag import TRANSACTION_PREPARED_TYPE
 
 FILE_SIZE = 64 * 1024
 STORE_HOST = "198.51.100.7:10911"

@@ -15,7 +15,7 @@ is still recovering from the previous kill -- and then recovers the store in-pro
   with its queue offset, every record has its unit, no unit points past the end; the
   next queue offsets equal the queues' ends; index entries point at records with their keys;
 * every acknowledged put is found by its own key (``store.query_message``), and
-  ``rmqstore.verify`` finds no damage.
+  ``rmqstore.read.verify`` finds no damage.
 
 Then the next round writes into the same store and is killed again.  Every fifth round
 the test shuts the store down cleanly after checking, so the next writer recovers normally.
@@ -26,7 +26,7 @@ Process death loses nothing that reached the page cache, so "acknowledged" here 
 "written" -- except with the transient store pool, where a put is acknowledged once it is
 in the pool's buffer, and the puts not yet committed to the file die with the process (as
 in RocketMQ): those must be the last ones.  A power cut is another matter (see
-rmqstore.recovery).
+rmqstore.engine.recovery).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ import pytest
 from crash_writer import MODES, crash_config, expected_records
 from test_recovery import check_acked, check_store
 
-from rmqstore.index import index_key_hash
+from rmqstore.engine.index import index_key_hash
 from rmqstore.store import MessageStore
-from rmqstore.verify import verify
+from rmqstore.read.verify import verify
 
 WRITER = Path(__file__).resolve().parents[1] / "crash_writer.py"
 

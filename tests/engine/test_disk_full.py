@@ -36,8 +36,8 @@ import time
 import pytest
 
 from rmqstore import Message, MessageStore, StoreConfig
-from rmqstore.mapped_file import MappedFile
-from rmqstore.status import PutMessageStatus
+from rmqstore.files.mapped_file import MappedFile
+from rmqstore.format.status import PutMessageStatus
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DISK_SIZE = 8 << 20
@@ -105,7 +105,7 @@ def _skip_unless_it_reserves(mnt, kind: str) -> None:
 _COMMON = """
 import json, sys, time
 from rmqstore import Message, MessageStore, StoreConfig, open_store
-from rmqstore.errors import StoreError
+from rmqstore.common.errors import StoreError
 
 def config(mode, sizes):
     cfg = dict(mapped_file_size_commit_log=1 << 20, mapped_file_size_consume_queue=20_000,
@@ -198,10 +198,10 @@ print(json.dumps({"answers": answers}))
 
 _EVERY_PAGE = """
 import json, os, sys
-from rmqstore.checkpoint import StoreCheckpoint
-from rmqstore.errors import StoreError
-from rmqstore.index_file import IndexFile
-from rmqstore.mapped_file import MappedFile
+from rmqstore.files.checkpoint import StoreCheckpoint
+from rmqstore.common.errors import StoreError
+from rmqstore.engine.index_file import IndexFile
+from rmqstore.files.mapped_file import MappedFile
 
 root, filler, kind = sys.argv[1], sys.argv[2], sys.argv[3]
 for d in ("commitlog", "consumequeue/T/0", "index"):

@@ -18,7 +18,7 @@ import threading
 import pytest
 
 from rmqstore import Message, MessageStore, StoreConfig, open_store
-from rmqstore.errors import StoreStateError
+from rmqstore.common.errors import StoreStateError
 
 CFG = StoreConfig(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=6000,
                   max_hash_slot_num=100, max_index_num=400)

@@ -17,10 +17,10 @@ import time
 import pytest
 
 from rmqstore import BrokerRole, Message, MessageBatch, MessageStore, PutMessageStatus, StoreConfig
-from rmqstore.config import FlushDiskType
-from rmqstore.flush import GroupCommitRequest
-from rmqstore.ha import SLAVE_REPORT
-from rmqstore.mapped_file import MappedFile
+from rmqstore.common.config import FlushDiskType
+from rmqstore.engine.flush import GroupCommitRequest
+from rmqstore.engine.ha import SLAVE_REPORT
+from rmqstore.files.mapped_file import MappedFile
 
 from conftest import wait_until
 
@@ -239,7 +239,7 @@ def test_a_message_that_does_not_wait_is_answered_at_once(make):
 
 
 def test_mapped_file_flush_syncs_the_file_and_moves_only_over_synced_bytes(tmp_path, monkeypatch):
-    import rmqstore.mapped_file as mapped_file
+    import rmqstore.files.mapped_file as mapped_file
 
     mf = MappedFile(str(tmp_path / "00000000000000000000"), 4 * 4096)
     assert mf.append_bytes(b"x" * 5000)
@@ -326,7 +326,7 @@ class _Log:
 
 
 def test_gather_waits_for_the_answered_writers_and_no_longer(monkeypatch):
-    from rmqstore.flush import GroupCommitService
+    from rmqstore.engine.flush import GroupCommitService
 
     svc = GroupCommitService(_Log())
     monkeypatch.setattr(GroupCommitService, "GATHER_MAX", 2.0)

@@ -21,11 +21,11 @@ import shutil
 
 import pytest
 
-from rmqstore import recovery
-from rmqstore.config import StoreConfig
-from rmqstore.message import Message
+from rmqstore.engine import recovery
+from rmqstore.common.config import StoreConfig
+from rmqstore.format.message import Message
 from rmqstore.store import MessageStore
-from rmqstore.verify import verify
+from rmqstore.read.verify import verify
 
 BASE_TS = 1_795_000_000_000
 
@@ -122,7 +122,7 @@ def test_recovery_reindexes_only_the_index_and_keeps_the_walk_start(tmp_path, ca
     """The stretch between the index's end and the walk's start goes to the index alone."""
     root, cfg, keys = written_then_killed(tmp_path)
     store = MessageStore(root, cfg)
-    with caplog.at_level("INFO", logger="rmqstore.recovery"):
+    with caplog.at_level("INFO", logger="rmqstore.engine.recovery"):
         store.load()
     try:
         said = [r.getMessage() for r in caplog.records]
@@ -237,7 +237,7 @@ def test_a_power_cut_leaves_no_index_entry_past_the_end(tmp_path):
     """The commitlog lost its last pages, the full (flushed, checkpointed) index file did not: its
     entries for the lost records must go, or a key lookup answers with whatever record a later put
     stores at that offset."""
-    from rmqstore.index import IndexFile
+    from rmqstore.engine.index import IndexFile
 
     root, cfg, keys = written_then_killed(tmp_path)
     first = sorted(os.listdir(os.path.join(root, "index")))[0]
@@ -301,7 +301,7 @@ def test_a_put_a_kill_interrupted_after_its_slot_is_set_back(tmp_path):
     of another slot -- the first slot's older keys would be lost.  Loading after a crash sets it back."""
     import struct
 
-    from rmqstore.index import IndexFile, index_key_hash
+    from rmqstore.engine.index import IndexFile, index_key_hash
 
     path = str(tmp_path / "20261118110641000")
     f = IndexFile(path, 4, 32)

@@ -1,4 +1,4 @@
-"""How the store's writable mappings are advised to the kernel (``rmqstore.mapped_file.advise_random``).
+"""How the store's writable mappings are advised to the kernel (``rmqstore.files.mapped_file.advise_random``).
 
 The first write into a fresh read-ahead window of a file mapping faults the whole window in
 (``read_ahead_kb``: 8 MiB on these machines, milliseconds with the GIL held by the writer), so the

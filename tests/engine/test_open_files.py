@@ -151,8 +151,8 @@ def test_verify_reports_a_file_it_cannot_open_as_an_error_of_the_run(stores, mon
 
 
 def test_maps_in_use_are_never_unmapped_and_the_others_stay_within_the_budget(tmp_path):
-    """The mechanism (rmqstore.read_maps), in-process: more files than the budget read one after another."""
-    from rmqstore.read_maps import ReadMap, map_budget
+    """The mechanism (rmqstore.files.read_maps), in-process: more files than the budget read one after another."""
+    from rmqstore.files.read_maps import ReadMap, map_budget
 
     budget = map_budget()
     paths = []

@@ -1,7 +1,7 @@
 """Positions behave as the manifests record them.
 
 Every commitlog file has three positions -- wrote, committed, flushed -- and a read
-position derived from them (see ``rmqstore.mapped_file``).  The fixtures ``flush_async``,
+position derived from them (see ``rmqstore.files.mapped_file``).  The fixtures ``flush_async``,
 ``flush_sync`` and ``flush_tsp`` record them at several moments; here the same puts are run
 and the shape right after the puts, and the exact values after shutdown, must match.
 A property test samples every file's positions from a second thread while puts run and
@@ -23,11 +23,11 @@ from hypothesis import strategies as st
 
 from conftest import manifest, wait_until
 from rmqstore import Message, MessageStore, StoreConfig
-from rmqstore.allocate import AllocateMappedFileService, TransientStorePool
-from rmqstore.config import FlushDiskType
-from rmqstore.layout import OS_PAGE_SIZE
-from rmqstore.mapped_file import MappedFile
-from rmqstore.mapped_file_queue import MappedFileQueue
+from rmqstore.engine.allocate import AllocateMappedFileService, TransientStorePool
+from rmqstore.common.config import FlushDiskType
+from rmqstore.format.layout import OS_PAGE_SIZE
+from rmqstore.files.mapped_file import MappedFile
+from rmqstore.files.mapped_file_queue import MappedFileQueue
 
 FILE_SIZE = 64 * 1024
 KEYS = ("wrotePosition", "committedPosition", "flushedPosition", "hasWriteBuffer")

@@ -14,13 +14,13 @@ import pytest
 
 from rmqstore import (BatchItem, BrokerRole, Message, MessageBatch, MessageStore, PutMessageStatus,
                       StoreConfig)
-from rmqstore.commit_log import DIFFERENCES, SCHEDULE_TOPIC
-from rmqstore.config import FlushDiskType
-from rmqstore.layout import BLANK_MAGIC_CODE
-from rmqstore.properties import string_to_properties
-from rmqstore.record import Address, BlankRecord, MessageRecord, create_message_id, decode_record
-from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,
-                              TRANSACTION_ROLLBACK_TYPE)
+from rmqstore.engine.commit_log import DIFFERENCES, SCHEDULE_TOPIC
+from rmqstore.common.config import FlushDiskType
+from rmqstore.format.layout import BLANK_MAGIC_CODE
+from rmqstore.format.properties import string_to_properties
+from rmqstore.format.record import Address, BlankRecord, MessageRecord, create_message_id, decode_record
+from rmqstore.format.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,
+                                     TRANSACTION_ROLLBACK_TYPE)
 
 FILE_SIZE = 64 * 1024
 STORE_HOST = "198.51.100.7:10911"
@@ -222,7 +222,7 @@ def test_ports_at_the_limits_are_accepted(store):
 
 
 def test_store_root_that_is_a_file_is_a_store_error(tmp_path):
-    from rmqstore.errors import StoreError
+    from rmqstore.common.errors import StoreError
 
     path = tmp_path / "plain"
     path.write_bytes(b"not a store")

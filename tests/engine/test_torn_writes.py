@@ -22,13 +22,13 @@ import struct
 
 from test_index_recovery import BASE_TS, written_then_killed
 
-from rmqstore.consume_queue import CQ_STORE_UNIT_SIZE
-from rmqstore.dispatch import tags_code_of
-from rmqstore.index import IndexFile, IndexService
-from rmqstore.layout import INDEX_HEADER
-from rmqstore.properties import string_to_properties
+from rmqstore.engine.consume_queue import CQ_STORE_UNIT_SIZE
+from rmqstore.engine.dispatch import tags_code_of
+from rmqstore.engine.index import IndexFile, IndexService
+from rmqstore.format.layout import INDEX_HEADER
+from rmqstore.format.properties import string_to_properties
 from rmqstore.store import MessageStore
-from rmqstore.verify import verify
+from rmqstore.read.verify import verify
 
 
 def _last_unit(store):
@@ -171,10 +171,10 @@ def test_a_put_writes_its_record_finished_in_one_copy(tmp_path):
     a kill after the physical offset and before the store time left a record recovery takes for
     valid with store time 0 -- and an index file whose end time became 0 when recovery indexed it
     (the slow crash loop's "beginTimestamp ... is after endTimestamp 0")."""
-    from rmqstore.commit_log import DefaultAppendMessageCallback
-    from rmqstore.config import StoreConfig
-    from rmqstore.message import Message
-    from rmqstore.record import decode_record
+    from rmqstore.engine.commit_log import DefaultAppendMessageCallback
+    from rmqstore.common.config import StoreConfig
+    from rmqstore.format.message import Message
+    from rmqstore.format.record import decode_record
 
     with MessageStore(tmp_path / "s", StoreConfig(mapped_file_size_commit_log=65536)) as store:
         cl = store.commit_log
@@ -190,8 +190,8 @@ def test_a_put_writes_its_record_finished_in_one_copy(tmp_path):
 
 
 def _pool_file(tmp_path):
-    from rmqstore.allocate import TransientStorePool
-    from rmqstore.mapped_file import MappedFile
+    from rmqstore.engine.allocate import TransientStorePool
+    from rmqstore.files.mapped_file import MappedFile
 
     pool = TransientStorePool(1, 65536)
     pool.init()
@@ -200,7 +200,7 @@ def _pool_file(tmp_path):
 
 def _append_records(mf, bodies_props):
     """Encode records at the file's write position into its write buffer; their (offset, size)."""
-    from rmqstore.record import encode_message
+    from rmqstore.format.record import encode_message
 
     out = []
     for body, props in bodies_props:
@@ -215,7 +215,7 @@ def _append_records(mf, bodies_props):
 
 
 def _walk_records(image: bytes) -> list[tuple[int, int]]:
-    from rmqstore.walk import step
+    from rmqstore.format.walk import step
 
     found, pos = [], 0
     while True:
@@ -233,7 +233,7 @@ def test_a_commit_a_kill_cuts_short_leaves_no_half_record(tmp_path, monkeypatch)
     none or all of this commit's -- never a record whose head claims bytes that never came (the slow
     crash loop met an acknowledged record with its properties turned to zeros: the body CRC does not
     cover them)."""
-    import rmqstore.mapped_file as mapped_file
+    import rmqstore.files.mapped_file as mapped_file
 
     mf = _pool_file(tmp_path)
     try:
@@ -266,7 +266,7 @@ def test_a_commit_a_kill_cuts_short_leaves_no_half_record(tmp_path, monkeypatch)
 def test_a_short_commit_write_is_finished_not_taken_for_whole(tmp_path, monkeypatch):
     """``pwrite`` may write fewer bytes than asked without an error (a signal, a nearly full disk): the
     commit writes the rest before it moves the committed position."""
-    import rmqstore.mapped_file as mapped_file
+    import rmqstore.files.mapped_file as mapped_file
 
     mf = _pool_file(tmp_path)
     try:

@@ -33,7 +33,7 @@ import pytest
 from broker_support import BrokerThread, NamesrvThread, run_async
 from conftest import run_cli
 from rmqstore.admin import Admin, BrokerAddress
-from rmqstore.errors import AdminError
+from rmqstore.common.errors import AdminError
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 from .java_clients import JavaClients

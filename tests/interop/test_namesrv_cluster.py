@@ -29,7 +29,7 @@ from broker_support import BrokerThread, NamesrvThread
 from rmqstore.broker.jsonfmt import loads
 from rmqstore.broker.namesrv import encode_register_body
 from rmqstore.broker.topics import TopicConfig
-from rmqstore.crc import crc32
+from rmqstore.format.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqstore.remoting.codes import MQVersion
 

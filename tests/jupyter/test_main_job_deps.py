@@ -126,10 +126,10 @@ def test_notebook_runs_on_the_main_job_install(path):
 def test_widgets_folder_is_the_import_path(tmp_path):
     """``rmqstore/widgets/`` is a real package folder: importing it from outside the checkout
     (after ``pip install -e .``) finds the files in the tree, with no package-dir mapping, and
-    every ``rmqstore`` sub-package is listed by the build (``rmqstore.ha`` once was not)."""
+    every ``rmqstore`` sub-package is listed by the build (``rmqstore.engine.ha`` once was not)."""
     import subprocess
 
-    out = subprocess.run([sys.executable, "-c", "import rmqstore.widgets, rmqstore.ha, rmqstore.spark;"
+    out = subprocess.run([sys.executable, "-c", "import rmqstore.widgets, rmqstore.engine.ha, rmqstore.spark;"
                           "print(rmqstore.widgets.__file__)"], cwd=tmp_path, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert Path(out.stdout.strip()) == ROOT / "rmqstore" / "widgets" / "__init__.py"

@@ -17,9 +17,9 @@ pytest.importorskip("nbclient")
 np = pytest.importorskip("numpy")
 
 from conftest import notebook_text  # noqa: E402
-from rmqstore.record import MessageRecord  # noqa: E402
-from rmqstore.scan import CommitLogScan  # noqa: E402
-from rmqstore.verify import verify  # noqa: E402
+from rmqstore.format.record import MessageRecord  # noqa: E402
+from rmqstore.read.scan import CommitLogScan  # noqa: E402
+from rmqstore.read.verify import verify  # noqa: E402
 
 NAME = "10_spark_pipeline.ipynb"
 

@@ -20,9 +20,9 @@ import pytest
 pytest.importorskip("nbclient")
 
 from conftest import executed_notebook, notebook_text  # noqa: E402
-from rmqstore.ha import SLAVE_REPORT, TRANSFER_HEADER  # noqa: E402
-from rmqstore.record import MessageRecord  # noqa: E402
-from rmqstore.scan import CommitLogScan  # noqa: E402
+from rmqstore.engine.ha import SLAVE_REPORT, TRANSFER_HEADER  # noqa: E402
+from rmqstore.format.record import MessageRecord  # noqa: E402
+from rmqstore.read.scan import CommitLogScan  # noqa: E402
 
 NAME = "11_master_and_slave.ipynb"
 FILE = 64 * 1024

@@ -9,7 +9,7 @@ pytest.importorskip("nbclient")
 
 from conftest import executed_notebook, notebook_text  # noqa: E402
 
-from rmqstore import native  # noqa: E402
+from rmqstore.common import native  # noqa: E402
 
 NB = "14_two_paths.ipynb"
 

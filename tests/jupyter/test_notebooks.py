@@ -30,7 +30,7 @@ def test_notebook_leaves_nothing_in_the_temp_folder(path):
 
 def test_tour_prints_the_sample_store():
     import rmqstore
-    from rmqstore.scan import CommitLogScan
+    from rmqstore.read.scan import CommitLogScan
 
     text = notebook_text("01_tour.ipynb")
     scan = CommitLogScan(ROOT / "data" / "sample_store")
@@ -69,7 +69,7 @@ def test_tour_opens_on_the_store_inspector():
 
 
 def test_record_layout_prints_fields_record_and_blank():
-    from rmqstore.layout import MESSAGE_FIELDS
+    from rmqstore.format.layout import MESSAGE_FIELDS
 
     text = notebook_text("02_record_layout.ipynb")
     assert f"{len(MESSAGE_FIELDS)} rows in the table" in text and len(MESSAGE_FIELDS) == 17

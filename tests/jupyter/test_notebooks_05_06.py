@@ -19,11 +19,11 @@ pytest.importorskip("nbclient")
 from conftest import NOTEBOOKS_DIR, notebook_text  # noqa: E402
 
 from rmqstore import open_store  # noqa: E402
-from rmqstore.index import index_key_hash  # noqa: E402
-from rmqstore.layout import CONSUME_QUEUE_UNIT  # noqa: E402
-from rmqstore.properties import java_string_hash  # noqa: E402
-from rmqstore.reading import TagFilter  # noqa: E402
-from rmqstore.record import create_message_id  # noqa: E402
+from rmqstore.engine.index import index_key_hash  # noqa: E402
+from rmqstore.format.layout import CONSUME_QUEUE_UNIT  # noqa: E402
+from rmqstore.format.properties import java_string_hash  # noqa: E402
+from rmqstore.engine.reading import TagFilter  # noqa: E402
+from rmqstore.format.record import create_message_id  # noqa: E402
 
 SAMPLE = NOTEBOOKS_DIR.parent / "data" / "sample_store"
 NB05 = "05_flushing.ipynb"

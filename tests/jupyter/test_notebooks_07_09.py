@@ -20,7 +20,7 @@ pytest.importorskip("nbclient")
 from conftest import FIXTURES, NOTEBOOKS_DIR, executed_notebook, manifest, notebook_text  # noqa: E402
 
 from rmqstore import Address, Message, MessageStore, StoreConfig, create_message_id  # noqa: E402
-from rmqstore.layout import message_length  # noqa: E402
+from rmqstore.format.layout import message_length  # noqa: E402
 
 ROOT = NOTEBOOKS_DIR.parent
 SEG_07 = 8192
@@ -132,7 +132,7 @@ def test_07_rocketmq_crash_fixture_ends_where_rocketmq_did():
 
 # -- 08: transactions, delay levels, batches -----------------------------------------------------
 def test_08_transaction_types_and_their_units():
-    from rmqstore.properties import java_string_hash
+    from rmqstore.format.properties import java_string_hash
 
     text = notebook_text("08_transactions_delay_batches.ipynb")
     assert ("transaction types: {'TRANSACTION_NOT_TYPE': 0, 'TRANSACTION_PREPARED_TYPE': 4, "
@@ -226,7 +226,7 @@ def nb08_broker():
     import shutil
 
     from rmqstore import MessageRecord, open_store
-    from rmqstore.scan import CommitLogScan
+    from rmqstore.read.scan import CommitLogScan
 
     text = notebook_text("08_transactions_delay_batches.ipynb")
     work = re.search(r"^work folder: (\S+)$", text, re.M).group(1)
@@ -243,8 +243,8 @@ def nb08_broker():
 
 
 def test_08_broker_checks_an_unknown_transaction_and_applies_the_answer(nb08_broker):
-    from rmqstore.properties import string_to_properties
-    from rmqstore.sysflag import TRANSACTION_COMMIT_TYPE, transaction_value
+    from rmqstore.format.properties import string_to_properties
+    from rmqstore.format.sysflag import TRANSACTION_COMMIT_TYPE, transaction_value
 
     text, records, units, _ = nb08_broker
     assert "heartbeat: SUCCESS" in text
@@ -282,7 +282,7 @@ def test_08_broker_checks_an_unknown_transaction_and_applies_the_answer(nb08_bro
 
 
 def test_08_broker_delivers_delayed_messages_when_due(nb08_broker):
-    from rmqstore.properties import string_to_properties
+    from rmqstore.format.properties import string_to_properties
 
     text, records, units, root = nb08_broker
     assert "delay levels (ms) {1: 1000, 2: 2000, 3: 3000}" in text

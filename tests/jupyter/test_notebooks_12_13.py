@@ -20,9 +20,9 @@ pytest.importorskip("rocketmq.client")
 from conftest import notebook_text  # noqa: E402
 from rmqstore.broker.jsonfmt import loads  # noqa: E402
 from rmqstore.broker.send import V2_FIELDS  # noqa: E402
-from rmqstore.properties import string_to_properties  # noqa: E402
-from rmqstore.record import MessageRecord, create_message_id  # noqa: E402
-from rmqstore.scan import scan_commitlog  # noqa: E402
+from rmqstore.format.properties import string_to_properties  # noqa: E402
+from rmqstore.format.record import MessageRecord, create_message_id  # noqa: E402
+from rmqstore.read.scan import scan_commitlog  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 

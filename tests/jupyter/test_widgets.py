@@ -21,11 +21,11 @@ import pytest
 pytest.importorskip("anywidget")
 
 from rmqstore import Message, MessageBatch, MessageStore, StoreConfig, BatchItem  # noqa: E402
-from rmqstore.crc import crc32  # noqa: E402
-from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2  # noqa: E402
-from rmqstore.record import (Address, MessageRecord, create_message_id, decode_record,  # noqa: E402
-                             encode_message, record_field_spans)
-from rmqstore.scan import CommitLogScan  # noqa: E402
+from rmqstore.format.crc import crc32  # noqa: E402
+from rmqstore.format.layout import BLANK_MAGIC_CODE, MESSAGE_FIELDS, MESSAGE_MAGIC_CODE_V2  # noqa: E402
+from rmqstore.format.record import (Address, MessageRecord, create_message_id, decode_record,  # noqa: E402
+                                    encode_message, record_field_spans)
+from rmqstore.read.scan import CommitLogScan  # noqa: E402
 from rmqstore.store import open_store  # noqa: E402
 
 import rmqstore.widgets as W  # noqa: E402
@@ -429,7 +429,7 @@ def test_inspector_lookups_by_msg_id_offset_and_key():
         res = insp.lookup(f"{off + 7:,}")
         assert res["how"] == "offset" and [int(r["offset"]) for r in res["rows"]] == [off]
         assert insp.lookup(str(10**12))["rows"] == []
-        from rmqstore.properties import string_to_properties
+        from rmqstore.format.properties import string_to_properties
 
         key = next(k for k in (string_to_properties(rec.properties).get("KEYS") or "").split(" ") if k)
         expected = sorted(o for o, r in scan
@@ -489,7 +489,7 @@ def test_inspector_of_a_running_store(small_store):
 
 
 def test_fast_open_finds_the_same_end_as_open_store():
-    from rmqstore.fast_open import open_fast
+    from rmqstore.read.fast_open import open_fast
 
     for path in [SAMPLE] + [FIXTURES / n for n in ("basic", "boundary", "txn_delay", "flush_async", "flush_sync",
                                                    "flush_tsp", "crash")]:
@@ -566,7 +566,7 @@ def test_inspector_of_a_closed_store_says_so():
     """After its store is closed, the inspector's reads raise (the browser shows the message)
     instead of answering '0 record(s) via the index' or an empty page."""
     from rmqstore import open_store
-    from rmqstore.errors import StoreStateError
+    from rmqstore.common.errors import StoreStateError
     from rmqstore.widgets import StoreInspector
 
     store = open_store(SAMPLE)
@@ -719,7 +719,7 @@ def _real_send_frame(tmp_path) -> tuple[bytes, dict]:
 
 
 def test_frame_view_of_a_real_producers_frame(tmp_path):
-    from rmqstore.properties import string_to_properties
+    from rmqstore.format.properties import string_to_properties
     from rmqstore.remoting import decode_frame, frame_field_spans
 
     frame, _ = _real_send_frame(tmp_path)

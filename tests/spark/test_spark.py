@@ -6,9 +6,9 @@ pyspark = pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
 
 from conftest import FIXTURES  # noqa: E402
-from rmqstore.dumpfmt import record_to_json  # noqa: E402
-from rmqstore.properties import parse_properties  # noqa: E402
-from rmqstore.scan import CommitLogScan  # noqa: E402
+from rmqstore.format.dumpfmt import record_to_json  # noqa: E402
+from rmqstore.format.properties import parse_properties  # noqa: E402
+from rmqstore.read.scan import CommitLogScan  # noqa: E402
 
 STORES = [FIXTURES / n / "store" for n in ("basic", "boundary", "txn_delay", "flush_tsp", "crash")]
 
@@ -46,8 +46,8 @@ def test_rows_equal_dump_on_every_fixture(spark, split, body):
 
 def _odd_segment():
     """Records the fixtures lack: IPv6 hosts, V2 magic, odd and repeated property names, empty bodies."""
-    from rmqstore.layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
-    from rmqstore.record import Address, encode_message
+    from rmqstore.format.layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+    from rmqstore.format.record import Address, encode_message
 
     props = ["", "TAGS\x01a\x02KEYS\x01k1 k2\x02", "\x01x\x02a\x01\x02k\x01v1\x02k\x01v2\x02b\x01c\x01d\x02ab",
              "UNIQ_KEY\x01\u00e9t\u00e9\x02", "k\x01v"]
@@ -72,8 +72,8 @@ def test_vectorised_batch_equals_the_record_decoder_on_odd_records(with_body):
     or overwrites (empty name, empty value, a repeated name, a trailing fragment)."""
     import numpy as np
 
-    from rmqstore.properties import parse_properties
-    from rmqstore.record import create_message_id, decode_record
+    from rmqstore.format.properties import parse_properties
+    from rmqstore.format.record import create_message_id, decode_record
     from rmqstore.spark.commitlog_source import records_to_batch
 
     buf, at = _odd_segment()
@@ -100,8 +100,8 @@ def test_vectorised_batch_equals_the_record_decoder_on_odd_records(with_body):
 def test_a_topic_that_is_not_utf8_names_its_record():
     import numpy as np
 
-    from rmqstore.errors import CorruptRecordError
-    from rmqstore.record import encode_message
+    from rmqstore.common.errors import CorruptRecordError
+    from rmqstore.format.record import encode_message
     from rmqstore.spark.commitlog_source import records_to_batch
 
     good = encode_message(queue_id=0, flag=0, queue_offset=0, physical_offset=0, sys_flag=0, born_timestamp=0,

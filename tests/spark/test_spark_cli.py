@@ -14,8 +14,8 @@ pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from conftest import FIXTURES, REPO, run_cli  # noqa: E402
-from rmqstore.record import MessageRecord  # noqa: E402
-from rmqstore.scan import CommitLogScan  # noqa: E402
+from rmqstore.format.record import MessageRecord  # noqa: E402
+from rmqstore.read.scan import CommitLogScan  # noqa: E402
 
 TXN = str(FIXTURES / "txn_delay" / "store")
 

@@ -8,8 +8,8 @@ pytest.importorskip("pyspark")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from conftest import FIXTURES, run_cli  # noqa: E402
-from rmqstore.dumpfmt import MESSAGE_KEYS  # noqa: E402
-from rmqstore.properties import parse_properties  # noqa: E402
+from rmqstore.format.dumpfmt import MESSAGE_KEYS  # noqa: E402
+from rmqstore.format.properties import parse_properties  # noqa: E402
 from rmqstore.spark.export import export  # noqa: E402
 
 STORES = [str(FIXTURES / n / "store") for n in ("basic", "boundary", "txn_delay")]

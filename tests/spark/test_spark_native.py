@@ -1,4 +1,4 @@
-"""The commitlog source's compiled path (rmqstore._cdecode into Arrow) equals its pure path row for row.
+"""The commitlog source's compiled path (rmqstore._native._cdecode into Arrow) equals its pure path row for row.
 
 Without Spark first (cheap): the batches of a byte range, native against ``read_range`` +
 ``records_to_batch``, on every fixture segment cut into ranges, with damage spliced in (the
@@ -15,7 +15,7 @@ np = pytest.importorskip("numpy")
 pytest.importorskip("pyspark")
 
 from conftest import FIXTURES, commitlog_files, compiled_module  # noqa: E402
-from rmqstore.ranges import read_range, split_ranges  # noqa: E402
+from rmqstore.format.ranges import read_range, split_ranges  # noqa: E402
 from rmqstore.spark.commitlog_native import native_batches  # noqa: E402
 from rmqstore.spark.commitlog_source import (BATCH_BYTES, BATCH_ROWS, COMMITLOG_SCHEMA,  # noqa: E402
                                              _properties_map, records_to_batch)

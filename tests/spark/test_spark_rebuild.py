@@ -30,16 +30,16 @@ pytest.importorskip("pyarrow")
 
 from conftest import FIXTURES, PUT_FIXTURES, files_under, manifest, snapshot  # noqa: E402
 
-from rmqstore.config import StoreConfig  # noqa: E402
-from rmqstore.errors import StoreError  # noqa: E402
-from rmqstore.index import index_file_name  # noqa: E402
-from rmqstore.layout import INDEX_HEADER  # noqa: E402
-from rmqstore.message import Message  # noqa: E402
+from rmqstore.common.config import StoreConfig  # noqa: E402
+from rmqstore.common.errors import StoreError  # noqa: E402
+from rmqstore.engine.index import index_file_name  # noqa: E402
+from rmqstore.format.layout import INDEX_HEADER  # noqa: E402
+from rmqstore.format.message import Message  # noqa: E402
 from rmqstore.spark.rebuild import rebuild  # noqa: E402
 from rmqstore.store import MessageStore  # noqa: E402
-from rmqstore.store_sizes import infer_config  # noqa: E402
-from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,  # noqa: E402
-                              TRANSACTION_ROLLBACK_TYPE)
+from rmqstore.files.store_sizes import infer_config  # noqa: E402
+from rmqstore.format.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_PREPARED_TYPE,  # noqa: E402
+                                     TRANSACTION_ROLLBACK_TYPE)
 
 
 def assert_same_as_dispatch(ours: Path, theirs: Path, result) -> list[str]:

@@ -17,9 +17,9 @@ pytest.importorskip("pyarrow")
 from conftest import ALL_FIXTURES, FIXTURES, PUT_FIXTURES, manifest  # noqa: E402
 
 from rmqstore import open_store  # noqa: E402
-from rmqstore.consume_queue import ConsumeQueue  # noqa: E402
-from rmqstore.errors import StoreError  # noqa: E402
-from rmqstore.layout import INDEX_HEADER  # noqa: E402
+from rmqstore.engine.consume_queue import ConsumeQueue  # noqa: E402
+from rmqstore.common.errors import StoreError  # noqa: E402
+from rmqstore.format.layout import INDEX_HEADER  # noqa: E402
 
 STORES = {name: str(FIXTURES / name / "store") for name in ALL_FIXTURES}
 

@@ -8,9 +8,9 @@ pytest.importorskip("pyspark")
 np = pytest.importorskip("numpy")
 
 from conftest import FIXTURES  # noqa: E402
-from rmqstore.crc import crc32  # noqa: E402
-from rmqstore.record import MessageRecord  # noqa: E402
-from rmqstore.scan import CommitLogScan  # noqa: E402
+from rmqstore.format.crc import crc32  # noqa: E402
+from rmqstore.format.record import MessageRecord  # noqa: E402
+from rmqstore.read.scan import CommitLogScan  # noqa: E402
 from rmqstore.spark.stats import PERCENTILES, commitlog_frame, stats  # noqa: E402
 
 STORES = [str(FIXTURES / n / "store") for n in ("basic", "boundary", "txn_delay", "crash")]

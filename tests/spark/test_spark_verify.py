@@ -1,4 +1,4 @@
-"""``rmqstore.spark.verify`` reports exactly what ``rmqstore.verify`` reports.
+"""``rmqstore.spark.verify`` reports exactly what ``rmqstore.read.verify`` reports.
 
 Equal means the whole report: counters (records, units, entries, log end...), the problems
 with their severity, kind, path, offset and message, in the same order (the per-kind cap
@@ -29,8 +29,8 @@ from test_verify import (copy_store, engine_store, faults, files_of, flip, messa
 
 import rmqstore.spark.verify as spark_verify_module  # noqa: E402
 from rmqstore.spark.verify import verify as spark_verify  # noqa: E402
-from rmqstore.sysflag import TRANSACTION_PREPARED_TYPE  # noqa: E402
-from rmqstore.verify import verify  # noqa: E402
+from rmqstore.format.sysflag import TRANSACTION_PREPARED_TYPE  # noqa: E402
+from rmqstore.read.verify import verify  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 

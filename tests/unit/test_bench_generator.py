@@ -16,9 +16,9 @@ import pytest
 
 from conftest import REPO, run_cli
 from rmqstore import MessageStore, StoreConfig
-from rmqstore.dumpfmt import json_to_message, record_to_json
-from rmqstore.record import BlankRecord
-from rmqstore.scan import CommitLogScan
+from rmqstore.format.dumpfmt import json_to_message, record_to_json
+from rmqstore.format.record import BlankRecord
+from rmqstore.read.scan import CommitLogScan
 
 SEG = 1 << 20
 

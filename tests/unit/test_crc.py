@@ -7,7 +7,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import PUT_FIXTURES, manifest
-from rmqstore.crc import crc32, crc32_reference
+from rmqstore.format.crc import crc32, crc32_reference
 
 
 @settings(max_examples=500, deadline=None)
@@ -66,7 +66,7 @@ def test_manifest_body_crc(body_hex, body_crc):
 @given(st.binary(max_size=5000))
 def test_every_backend_equals_the_definition(data):
     """Whichever fast backend is in use (ISA-L or zlib), both give crcmod's CRC."""
-    import rmqstore.crc as crc_module
+    import rmqstore.format.crc as crc_module
 
     expected = crc32_reference(data)
     assert zlib.crc32(data) & 0x7FFFFFFF == expected

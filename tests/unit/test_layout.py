@@ -2,8 +2,8 @@
 
 import pytest
 
-from rmqstore import layout
-from rmqstore.layout import (
+from rmqstore.format import layout
+from rmqstore.format.layout import (
     BLANK_MAGIC_CODE,
     BLANK_RECORD,
     CHECKPOINT,
@@ -23,7 +23,7 @@ from rmqstore.layout import (
     message_length,
     store_timestamp_position,
 )
-from rmqstore.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rmqstore.format.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 V4 = 0
 BORN6 = BORNHOST_V6_FLAG
@@ -171,7 +171,7 @@ def test_layout_markdown_sizes_of_message():
 
 def test_field_structs_come_from_the_tables():
     """Readers that patch or read one field take its struct from the table, not a format of their own."""
-    from rmqstore.layout import RECORD_HEAD, message_field_position, message_fields_struct
+    from rmqstore.format.layout import RECORD_HEAD, message_field_position, message_fields_struct
 
     assert RECORD_HEAD.struct.format == BLANK_RECORD.struct.format == ">ii"
     assert [f.name for f in RECORD_HEAD.fields] == ["total_size", "magic_code"]

@@ -7,8 +7,8 @@ import time
 import pytest
 
 from rmqstore import Message, MessageStore, PutMessageStatus, StoreConfig
-from rmqstore.allocate import AllocateMappedFileService
-from rmqstore.mapped_file import MappedFile
+from rmqstore.engine.allocate import AllocateMappedFileService
+from rmqstore.files.mapped_file import MappedFile
 
 
 def test_file_stays_mapped_while_a_reader_holds_it(tmp_path):
@@ -125,7 +125,7 @@ def test_a_second_process_cannot_start_a_running_store(tmp_path):
 def test_a_folder_name_no_file_system_takes_is_a_create_failure_not_a_crash(tmp_path):
     """A damaged log can carry a topic with a NUL byte; its consume-queue folder cannot exist, and
     dispatch must get the same answer as for a full disk (no file: dispatch stops at that record)."""
-    from rmqstore.mapped_file_queue import MappedFileQueue
+    from rmqstore.files.mapped_file_queue import MappedFileQueue
 
     queue = MappedFileQueue(str(tmp_path / "consumequeue" / "Top\x00ic" / "0"), 20 * 10)
     assert queue.get_last_mapped_file(0) is None

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rmqstore import native
+from rmqstore.common import native
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def test_version_names_the_active_path():
     fast = _version({native.PURE_ENV: ""})
     if native.compiled("_cwalk") is not None:
         assert "compiled" in fast.splitlines()[1]
-        assert "rmqstore._cwalk" in fast and "compiled" in fast
+        assert "rmqstore._native._cwalk" in fast and "compiled" in fast
 
 
 @pytest.mark.parametrize("pure", ["1", ""])
@@ -99,7 +99,7 @@ def test_a_build_without_a_compiler_gives_the_pure_package(tmp_path):
     assert inst.returncode == 0, inst.stdout + inst.stderr
     script = (
         "import rmqstore, tempfile\n"
-        "from rmqstore import MessageStore, StoreConfig, Message, native\n"
+        "from rmqstore import MessageStore, StoreConfig, Message; from rmqstore.common import native\n"
         "assert 'site-packages' in rmqstore.__file__, rmqstore.__file__\n"
         "print(native.describe())\n"
         "with tempfile.TemporaryDirectory() as d:\n"

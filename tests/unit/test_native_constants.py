@@ -12,9 +12,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import compiled_module
-from rmqstore import layout, native, sysflag
-from rmqstore.dispatch import SCHEDULE_TOPIC
-from rmqstore.walk import MIN_RECORD_SIZE
+from rmqstore.format import layout, sysflag
+from rmqstore.common import native
+from rmqstore.engine.dispatch import SCHEDULE_TOPIC
+from rmqstore.format.walk import MIN_RECORD_SIZE
 
 #: each name C exports in CONSTANTS -> Python's value of it
 PYTHON = {

@@ -1,4 +1,4 @@
-"""The compiled CRC-32 (rmqstore._cwalk.crc32) equals zlib's and crcmod's model, and the C
+"""The compiled CRC-32 (rmqstore._native._cwalk.crc32) equals zlib's and crcmod's model, and the C
 code's record positions equal the layout table's."""
 
 import zlib
@@ -6,9 +6,9 @@ import zlib
 from hypothesis import example, given, strategies as st
 
 from conftest import compiled_module
-from rmqstore import layout
-from rmqstore.crc import crc32_reference
-from rmqstore.sysflag import BORNHOST_V6_FLAG
+from rmqstore.format import layout
+from rmqstore.format.crc import crc32_reference
+from rmqstore.format.sysflag import BORNHOST_V6_FLAG
 
 
 @given(st.binary(max_size=4096), st.integers(0, 2**32 - 1), st.integers(0, 15))

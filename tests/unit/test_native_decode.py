@@ -1,10 +1,10 @@
-"""The compiled decode to columns (rmqstore._cdecode) equals the pure one (walk.step + decode_record).
+"""The compiled decode to columns (rmqstore._native._cdecode) equals the pure one (walk.step + decode_record).
 
 Every fixture segment, whole and with garbage spliced in (random bytes, flipped bits in a
 record, a torn tail), and synthetic segments of every record shape the layout allows (V1
 and V2, IPv4 and IPv6 hosts, non-ASCII topics and properties): the native columns equal the
 pure decoder's records field by field, and both walks stop at the same position for the
-same reason -- the one :func:`rmqstore.walk.step` gives there.  Garbage never crashes it.
+same reason -- the one :func:`rmqstore.format.walk.step` gives there.  Garbage never crashes it.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from conftest import FIXTURES, commitlog_files, compiled_module
-from rmqstore.layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
-from rmqstore.record import Address, encode_message
-from rmqstore.scan import RECORD_COLUMNS, CommitLogScan, RecordColumns, decode_columns
-from rmqstore.walk import End, step
+from rmqstore.format.layout import MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+from rmqstore.format.record import Address, encode_message
+from rmqstore.read.scan import RECORD_COLUMNS, CommitLogScan, RecordColumns, decode_columns
+from rmqstore.format.walk import End, step
 
 FIXTURE_NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "store" / "commitlog").is_dir())
 SEGMENTS = [(name, base, data) for name in FIXTURE_NAMES for base, data in commitlog_files(name)]
@@ -164,8 +164,8 @@ def test_a_host_callable_that_raises_is_an_error_not_a_crash():
 
 def test_the_c_magic_codes_are_the_layout_tables():
     """(Every other constant of every module: tests/unit/test_native_constants.py.)"""
-    from rmqstore import layout
-    from rmqstore.walk import MIN_RECORD_SIZE
+    from rmqstore.format import layout
+    from rmqstore.format.walk import MIN_RECORD_SIZE
 
     c = compiled_module("_cdecode").CONSTANTS
     assert {k: c[k] for k in ("MESSAGE_MAGIC_CODE", "MESSAGE_MAGIC_CODE_V2", "BLANK_MAGIC_CODE", "MIN_RECORD_SIZE")} \
@@ -177,7 +177,7 @@ def test_the_c_magic_codes_are_the_layout_tables():
 
 @pytest.mark.parametrize("name,base,data", SEGMENTS[:8], ids=SEGMENT_IDS[:8])
 def test_joined_columns_hold_the_same_values(name, base, data):
-    from rmqstore.record import create_message_id
+    from rmqstore.format.record import create_message_id
 
     mod = compiled_module("_cdecode")
     d = mod.decode(data, 0, base, host=Address, joined=True, crc=True)

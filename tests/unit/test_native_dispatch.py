@@ -1,4 +1,4 @@
-"""The compiled dispatch (``rmqstore._cdispatch``) writes what the pure dispatch writes.
+"""The compiled dispatch (``rmqstore._native._cdispatch``) writes what the pure dispatch writes.
 
 The properties: the same commitlog bytes dispatched by a store on the compiled path and by
 one on the pure path (``StoreConfig(native=False)``) give identical consume-queue files,
@@ -25,16 +25,16 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_FIXTURES, FIXTURES, compiled_module, files_under
-from rmqstore.config import StoreConfig
-from rmqstore.dispatch import MAX_BATCH, delay_table, reput_segment, reput_segment_native
-from rmqstore.errors import StoreError
-from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
-from rmqstore.properties import java_string_hash
-from rmqstore.record import Address, encode_message
+from rmqstore.common.config import StoreConfig
+from rmqstore.engine.dispatch import MAX_BATCH, delay_table, reput_segment, reput_segment_native
+from rmqstore.common.errors import StoreError
+from rmqstore.format.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2
+from rmqstore.format.properties import java_string_hash
+from rmqstore.format.record import Address, encode_message
 from rmqstore.store import MessageStore
-from rmqstore.store_paths import offset_to_file_name
-from rmqstore.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
-                              TRANSACTION_ROLLBACK_TYPE)
+from rmqstore.files.store_paths import offset_to_file_name
+from rmqstore.format.sysflag import (TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_PREPARED_TYPE,
+                                     TRANSACTION_ROLLBACK_TYPE)
 
 DELAYS = StoreConfig().delay_level_table()
 TOPICS = ["TopicA", "Tö日本", "SCHEDULE_TOPIC_XXXX", "T-\U0001F600", "q" * 100]
@@ -266,7 +266,7 @@ def run_store(root: Path, config: StoreConfig, log: Log, cd) -> MessageStore:
 
 
 def test_the_store_config_picks_the_path(tmp_path):
-    from rmqstore import native
+    from rmqstore.common import native
 
     compiled_module("_cdispatch")
     for flag in (True, False):
@@ -478,8 +478,9 @@ def test_abnormal_recovery_redispatches_the_same(tmp_path_factory, msgs, cq_unit
     valid record again -- in bulk on the compiled path, record by record on the pure one; same files."""
     from unittest import mock
 
-    from rmqstore import native as native_mod, recovery
-    from rmqstore.store_paths import abort_path
+    from rmqstore.common import native as native_mod
+    from rmqstore.engine import recovery
+    from rmqstore.files.store_paths import abort_path
 
     compiled_module("_cdispatch")
     log = Log(file_size=4096)

@@ -1,4 +1,4 @@
-"""The compiled put (rmqstore._cput through rmqstore.native_put) writes what the pure put writes.
+"""The compiled put (rmqstore._native._cput through rmqstore.engine.native_put) writes what the pure put writes.
 
 Random workloads -- topics, queue ids, bodies, properties (non-ASCII, delay levels, lone
 surrogates), transaction types, IPv4/IPv6 born and store hosts, batches, flags out of range,
@@ -22,11 +22,12 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from conftest import compiled_module
-from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig, native
-from rmqstore.layout import (PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION, SYSFLAG_POSITION,
-                             message_field_position)
-from rmqstore.record import Address
-from rmqstore.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rmqstore import BatchItem, Message, MessageBatch, MessageStore, StoreConfig
+from rmqstore.common import native
+from rmqstore.format.layout import (PHYSICAL_OFFSET_POSITION, QUEUE_OFFSET_POSITION, SYSFLAG_POSITION,
+                                    message_field_position)
+from rmqstore.format.record import Address
+from rmqstore.format.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 CLOCK = 1_700_000_123_456
 
@@ -271,7 +272,7 @@ def test_fixtures_replayed_through_the_native_put_give_rocketmq_bytes(tmp_path):
 def test_the_compiled_pre_fault_answers_as_mmap_madvise_and_lets_the_gil_go(tmp_path):
     """``_cput.pre_fault`` populates a fresh file's pages as ``MappedFile.pre_fault`` does, bytes unchanged,
     and other threads run meanwhile (``mmap.madvise`` holds the GIL for the whole 64 MiB)."""
-    from rmqstore.mapped_file import MappedFile
+    from rmqstore.files.mapped_file import MappedFile
 
     cput = compiled_module("_cput")
     size = 64 << 20

@@ -1,4 +1,4 @@
-"""Verify's bulk pass (rmqstore.verify.bulk) gives the pure rules' report, line for line.
+"""Verify's bulk pass (rmqstore.read.verify.bulk) gives the pure rules' report, line for line.
 
 The bulk pass skips the per-record rules for the records it can prove silent (CRC and
 PHYSICALOFFSET hold, their consume-queue units are the files' bytes); these tests run
@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_FIXTURES, FIXTURES, commitlog_files, compiled_module, copy_store, walk_file
-from rmqstore import native
-from rmqstore.crc import crc32
-from rmqstore.record import BlankRecord
-from rmqstore.verify import DETAIL_CAP, verify
-from rmqstore.verify import bulk, logwalk
+from rmqstore.common import native
+from rmqstore.format.crc import crc32
+from rmqstore.format.record import BlankRecord
+from rmqstore.read.verify import DETAIL_CAP, verify
+from rmqstore.read.verify import bulk, logwalk
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -279,7 +279,7 @@ def test_a_store_asking_for_the_pure_path_recovers_its_queues_in_python(tmp_path
     import dataclasses
 
     from rmqstore.store import open_store
-    from rmqstore.store_sizes import infer_config
+    from rmqstore.files.store_sizes import infer_config
 
     root = copy_store("basic", str(tmp_path))
     sizes = infer_config(root)

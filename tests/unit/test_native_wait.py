@@ -1,4 +1,4 @@
-"""The compiled group-commit hand-off (rmqstore._cwait) answers what the pure locks answer.
+"""The compiled group-commit hand-off (rmqstore._native._cwait) answers what the pure locks answer.
 
 A SYNC_FLUSH writer waits for its ``GroupCommitRequest``: on the pure path on a
 ``threading.Lock`` the service releases, on the fast path on a latch of the service's gate,
@@ -15,9 +15,10 @@ import time
 import pytest
 
 from conftest import compiled_module
-from rmqstore import Message, MessageStore, StoreConfig, native
-from rmqstore.flush import GroupCommitRequest
-from rmqstore.status import PutMessageStatus
+from rmqstore import Message, MessageStore, StoreConfig
+from rmqstore.common import native
+from rmqstore.engine.flush import GroupCommitRequest
+from rmqstore.format.status import PutMessageStatus
 
 
 @pytest.fixture

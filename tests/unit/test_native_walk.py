@@ -1,11 +1,11 @@
-"""The compiled segment walk (``rmqstore._cwalk.walk``) is the pure walk: same ends, same records.
+"""The compiled segment walk (``rmqstore._native._cwalk.walk``) is the pure walk: same ends, same records.
 
 The property of tests/unit/test_walk.py, for the two paths: take a segment of a fixture store
 (written by RocketMQ), splice garbage into it, and walk it both ways -- strict and lenient,
 CRC on and off, from a record boundary, up to a readable limit, up to ``stop_at``.  The end
 (position, kind, reason, the ending step) and every record (its position and every field of
-its :class:`~rmqstore.walk.Step`) must be the same; so must the lean walk's statistics
-(:func:`rmqstore.fastscan.walk_segment`: CRC failures, offset mismatches, spans).  And any
+its :class:`~rmqstore.format.walk.Step`) must be the same; so must the lean walk's statistics
+(:func:`rmqstore.format.fastscan.walk_segment`: CRC failures, offset mismatches, spans).  And any
 buffer at all -- random bytes behind a record head that looks right -- gives a result, the
 pure one, never a crash.
 """
@@ -20,12 +20,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_FIXTURES, FIXTURES, compiled_module
-from rmqstore import native
-from rmqstore import walk as walk_mod
-from rmqstore.fastscan import walk_segment as lean_walk
-from rmqstore.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION
-from rmqstore.record import Address, encode_message
-from rmqstore.walk import End, step, walk_segment
+from rmqstore.common import native
+from rmqstore.format import walk as walk_mod
+from rmqstore.format.fastscan import walk_segment as lean_walk
+from rmqstore.format.layout import BLANK_MAGIC_CODE, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION
+from rmqstore.format.record import Address, encode_message
+from rmqstore.format.walk import End, step, walk_segment
 
 
 @pytest.fixture(autouse=True)
@@ -219,7 +219,7 @@ def test_native_false_runs_the_pure_loop(monkeypatch):
 
 def test_a_read_only_recovery_in_windows_ends_where_one_walk_does(monkeypatch):
     """Recovery of a read-only store walks in windows, dropping pages behind it; the end is the same."""
-    from rmqstore import recovery
+    from rmqstore.engine import recovery
     from rmqstore.store import open_store
 
     def ends():

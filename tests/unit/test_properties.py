@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from conftest import PUT_FIXTURES, commitlog_records, manifest
-from rmqstore.properties import (
+from rmqstore.format.properties import (
     DELAY,
     REAL_QID,
     REAL_TOPIC,
@@ -22,7 +22,7 @@ from rmqstore.properties import (
     properties_to_string,
     string_to_properties,
 )
-from rmqstore.record import MessageRecord
+from rmqstore.format.record import MessageRecord
 
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 

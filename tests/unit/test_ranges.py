@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from conftest import FIXTURES
 from rmqstore import Message, MessageStore, StoreConfig
-from rmqstore.fastscan import walk_segment
-from rmqstore.ranges import find_record_start, read_range, read_segment, split_ranges
-from rmqstore.scan import CommitLogScan
+from rmqstore.format.fastscan import walk_segment
+from rmqstore.format.ranges import find_record_start, read_range, read_segment, split_ranges
+from rmqstore.read.scan import CommitLogScan
 
 SEG = 65536
 
@@ -129,7 +129,7 @@ def test_cuts_at_record_starts_one_byte_ranges_and_damage_across_a_cut(segments,
 def test_a_split_reads_each_record_about_once(segments, monkeypatch):
     """Bounded: the ranges of a split walk each record once, plus at most one record per
     range (the first start found at or past its end), not the rest of the segment each."""
-    import rmqstore.ranges as ranges
+    import rmqstore.format.ranges as ranges
 
     walked = []
 

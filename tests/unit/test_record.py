@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import PUT_FIXTURES, commitlog_files, commitlog_records, manifest, walk_file
-from rmqstore.crc import crc32
-from rmqstore.errors import CorruptRecordError, LayoutError, RmqStoreError
-from rmqstore.layout import (
+from rmqstore.format.crc import crc32
+from rmqstore.common.errors import CorruptRecordError, LayoutError, RmqStoreError
+from rmqstore.format.layout import (
     BLANK_MAGIC_CODE,
     MESSAGE_MAGIC_CODE,
     MESSAGE_MAGIC_CODE_V2,
@@ -22,8 +22,8 @@ from rmqstore.layout import (
     message_length,
     store_timestamp_position,
 )
-from rmqstore.properties import properties_to_string
-from rmqstore.record import (
+from rmqstore.format.properties import properties_to_string
+from rmqstore.format.record import (
     Address,
     BlankRecord,
     MessageRecord,
@@ -34,7 +34,7 @@ from rmqstore.record import (
     encode_message,
     record_field_spans,
 )
-from rmqstore.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
+from rmqstore.format.sysflag import BORNHOST_V6_FLAG, STOREHOSTADDRESS_V6_FLAG
 
 #: (fixture, store folder, where its manifest keeps the harness-side commitlog scan)
 STORES = [(n, "store", "afterShutdown") for n in PUT_FIXTURES] + [

@@ -5,7 +5,7 @@ names exactly 17 (``yyyyMMddHHmmssSSS``).  Anything else in a store folder is a 
 reported, never used, never deleted.  A file named like a segment that cannot be one (a
 dangling symlink, a symlink loop, a directory, a file larger than RocketMQ can map, a name
 past the largest offset a log can reach) is an error naming the file: ``open_store`` refuses
-with :class:`~rmqstore.errors.StoreError`, ``verify`` reports it and examines the rest.
+with :class:`~rmqstore.common.errors.StoreError`, ``verify`` reports it and examines the rest.
 Memory and time of ``verify`` depend on the bytes present, not on the offsets names claim.
 """
 
@@ -24,12 +24,12 @@ import pytest
 from conftest import FIXTURES, commitlog_records, run_cli
 
 from rmqstore import Message, MessageStore
-from rmqstore.errors import RmqStoreError, StoreError
-from rmqstore.record import MessageRecord
+from rmqstore.common.errors import RmqStoreError, StoreError
+from rmqstore.format.record import MessageRecord
 from rmqstore.store import open_store
-from rmqstore.store_dir import count_nonzero, data_extents, file_is_all_zero, first_nonzero, list_store_files
-from rmqstore.store_sizes import infer_config
-from rmqstore.verify import ERROR, verify
+from rmqstore.files.store_dir import count_nonzero, data_extents, file_is_all_zero, first_nonzero, list_store_files
+from rmqstore.files.store_sizes import infer_config
+from rmqstore.read.verify import ERROR, verify
 
 UNICODE_ZEROS = "\u0660" * 20  # ARABIC-INDIC DIGIT ZERO: str.isdigit() says yes
 SUPERSCRIPT_TWOS = "\u00b2" * 20
@@ -53,7 +53,7 @@ def _messages(root: Path) -> list[tuple[int, MessageRecord]]:
 
 
 def _assert_every_message_readable(root: Path) -> None:
-    from rmqstore.inspect_store import read_message_at
+    from rmqstore.read.inspect_store import read_message_at
 
     store = open_store(root, read_only=True)
     try:
@@ -132,7 +132,7 @@ def test_strays_in_every_store_folder_are_reported_and_kept(basic):
               basic / "commitlog" / "00000000000000065536.bak"]
     for p in strays:
         p.write_bytes(b"not a store file")
-    from rmqstore.inspect_store import inspect
+    from rmqstore.read.inspect_store import inspect
 
     store = open_store(basic, read_only=True)
     try:

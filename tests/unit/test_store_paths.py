@@ -1,4 +1,4 @@
-"""The store's folder and file names, said once (rmqstore.store_paths).
+"""The store's folder and file names, said once (rmqstore.files.store_paths).
 
 * every path helper puts its part where RocketMQ's StorePathConfigHelper / BrokerPathConfigHelper
   do, checked against the fixture the real store wrote;
@@ -19,8 +19,8 @@ from conftest import FIXTURES
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from rmqstore import store_paths as sp
-from rmqstore.store_dir import MAX_OFFSET, parse_file_name as store_dir_parse
+from rmqstore.files import store_paths as sp
+from rmqstore.files.store_dir import MAX_OFFSET, parse_file_name as store_dir_parse
 
 PACKAGE = Path(__file__).resolve().parents[2] / "rmqstore"
 BASIC = FIXTURES / "basic" / "store"
@@ -126,12 +126,12 @@ def test_only_store_paths_spells_store_names():
     found = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel == "store_paths.py":
+        if rel == "files/store_paths.py":
             continue
         hits = list(_spellings(ast.parse(path.read_text(encoding="utf-8"))))
         if hits:
             found[rel] = hits
-    assert found == {}, "use rmqstore.store_paths instead of spelling these names:\n" + "\n".join(
+    assert found == {}, "use rmqstore.files.store_paths instead of spelling these names:\n" + "\n".join(
         f"  rmqstore/{rel}:{line}: {text}" for rel, hits in found.items() for line, text in hits)
 
 

@@ -3,8 +3,8 @@
 import pytest
 
 from rmqstore import Message, MessageStore, StoreConfig
-from rmqstore.record import decode_record
-from rmqstore.trace import STAGES, RecordingTracer
+from rmqstore.format.record import decode_record
+from rmqstore.common.trace import STAGES, RecordingTracer
 
 
 def run(tmp_path, **cfg):
@@ -79,11 +79,11 @@ def test_no_tracer_no_events_and_same_bytes(tmp_path):
 import json  # noqa: E402
 
 from rmqstore.broker.send import V2_FIELDS  # noqa: E402
-from rmqstore.properties import string_to_properties  # noqa: E402
-from rmqstore.record import decode_message_id  # noqa: E402
+from rmqstore.format.properties import string_to_properties  # noqa: E402
+from rmqstore.format.record import decode_message_id  # noqa: E402
 from rmqstore.remoting import RequestCode, ResponseCode, decode_frame  # noqa: E402
-from rmqstore.recording import record_send, send_frame, trace_broker  # noqa: E402
-from rmqstore.trace import SEND_STAGES, WIRE_STAGES  # noqa: E402
+from rmqstore.broker.recording import record_send, send_frame, trace_broker  # noqa: E402
+from rmqstore.common.trace import SEND_STAGES, WIRE_STAGES  # noqa: E402
 
 CHECKS = ["send.check.broker_permission", "send.check.topic_name", "send.check.system_topic",
           "send.check.topic_config", "send.check.auto_create", "send.check.queue_id", "send.check.topic_permission"]

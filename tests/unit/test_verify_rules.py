@@ -1,8 +1,8 @@
 """The rules of ``rmqstore verify`` on small hand-made facts: each one passes a sound input
 and words a fault exactly; and the Spark driver reaches verify through public names only.
 
-The rules are pure (:mod:`rmqstore.verify.rules`, ``queue_rules``, ``index_rules``): facts
-in, :class:`~rmqstore.verify.report.Problem` out, no file opened.
+The rules are pure (:mod:`rmqstore.read.verify.rules`, ``queue_rules``, ``index_rules``): facts
+in, :class:`~rmqstore.read.verify.report.Problem` out, no file opened.
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from rmqstore.crc import crc32
-from rmqstore.index import index_key_hash
-from rmqstore.store_dir import FolderListing, StoreFile, StrayFile, UnusableFile
-from rmqstore.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
-from rmqstore.verify import ERROR, WARNING, Problem
-from rmqstore.verify import index_rules as ir
-from rmqstore.verify import queue_rules as qr
-from rmqstore.verify import rules
+from rmqstore.format.crc import crc32
+from rmqstore.engine.index import index_key_hash
+from rmqstore.files.store_dir import FolderListing, StoreFile, StrayFile, UnusableFile
+from rmqstore.format.sysflag import TRANSACTION_PREPARED_TYPE, TRANSACTION_ROLLBACK_TYPE
+from rmqstore.read.verify import ERROR, WARNING, Problem
+from rmqstore.read.verify import index_rules as ir
+from rmqstore.read.verify import queue_rules as qr
+from rmqstore.read.verify import rules
 
 REPO = Path(__file__).resolve().parents[2]
 SEG = "commitlog/00000000000000001024"
@@ -326,11 +326,11 @@ def test_spark_driver_imports_no_private_name_from_verify():
     tree = ast.parse((REPO / "rmqstore" / "spark" / "verify.py").read_text())
     imported = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.level == 2 and (node.module or "").split(".")[0] == "verify":
+        if isinstance(node, ast.ImportFrom) and node.level == 2 and (node.module or "").startswith("read.verify"):
             imported += [(node.module, a.name) for a in node.names]
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rmqstore.verify"):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("rmqstore.read.verify"):
             imported += [(node.module, a.name) for a in node.names]
-    assert imported, "the Spark driver imports from rmqstore.verify"
+    assert imported, "the Spark driver imports from rmqstore.read.verify"
     private = [(m, n) for m, n in imported if n.startswith("_") or any(part.startswith("_") for part in m.split("."))]
     assert private == []
     # and what it imports is what those modules export
@@ -341,7 +341,7 @@ def test_spark_driver_imports_no_private_name_from_verify():
 
 
 def test_every_verify_module_declares_all_and_stays_small():
-    for path in (REPO / "rmqstore" / "verify").glob("*.py"):
+    for path in (REPO / "rmqstore" / "read" / "verify").glob("*.py"):
         tree = ast.parse(path.read_text())
         assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "__all__" for t in n.targets)
                    for n in tree.body), path.name
@@ -350,7 +350,7 @@ def test_every_verify_module_declares_all_and_stays_small():
 
 @pytest.mark.parametrize("module", ["rules", "queue_rules", "index_rules"])
 def test_rules_open_no_file(module):
-    tree = ast.parse((REPO / "rmqstore" / "verify" / f"{module}.py").read_text())
+    tree = ast.parse((REPO / "rmqstore" / "read" / "verify" / f"{module}.py").read_text())
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     imports = {a.name for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}
     assert not ({"open", "os", "mmap"} & (names | imports)), module
@@ -362,14 +362,14 @@ def test_rules_open_no_file(module):
 def test_verify_guesses_the_sizes_open_store_infers(name):
     from conftest import FIXTURES
 
-    from rmqstore.store_sizes import StoreSizes, guess_sizes, infer_config
+    from rmqstore.files.store_sizes import StoreSizes, guess_sizes, infer_config
 
     root = str(FIXTURES / name / "store")
     assert guess_sizes(root) == StoreSizes.of(infer_config(root))
 
 
 def test_guessed_sizes_follow_the_most_common_file(tmp_path):
-    from rmqstore.store_sizes import guess_sizes, most_common_size
+    from rmqstore.files.store_sizes import guess_sizes, most_common_size
 
     assert most_common_size([3, 5, 5]) == 5 and most_common_size([3, 5], first=3) == 3
     assert most_common_size([30, 40], prefer=lambda s: s % 20 == 0) == 40 and most_common_size([]) is None

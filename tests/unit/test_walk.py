@@ -1,9 +1,9 @@
-"""One decision of how a segment ends: every walk of the log agrees with :mod:`rmqstore.walk`.
+"""One decision of how a segment ends: every walk of the log agrees with :mod:`rmqstore.format.walk`.
 
 The property: take a segment of a fixture store (written by RocketMQ), splice garbage into
 it -- random bytes, a truncation, a zeroed tail, a blank record -- and ask every walk of the
 codebase where the segment ends and why.  Each must give the answer of
-:func:`rmqstore.walk.walk_segment` with the same options (a *lenient* walk reads past bad
+:func:`rmqstore.format.walk.walk_segment` with the same options (a *lenient* walk reads past bad
 CRCs and PHYSICALOFFSET fields, a *strict* one ends there), and so every two walks with the
 same options agree with each other.
 """
@@ -20,24 +20,24 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ALL_FIXTURES, FIXTURES, walk_file
-from rmqstore import recovery
-from rmqstore.config import StoreConfig
-from rmqstore.dispatch import reput_segment
-from rmqstore.errors import CorruptRecordError
-from rmqstore.fast_open import open_fast
-from rmqstore.fastscan import walk_segment as lean_walk
-from rmqstore.inspect_store import _probe_segment
-from rmqstore.layout import BLANK_MAGIC_CODE, PHYSICAL_OFFSET_POSITION
-from rmqstore.ranges import read_segment
-from rmqstore.record import Address, encode_message
-from rmqstore.scan import CommitLogScan
+from rmqstore.engine import recovery
+from rmqstore.common.config import StoreConfig
+from rmqstore.engine.dispatch import reput_segment
+from rmqstore.common.errors import CorruptRecordError
+from rmqstore.read.fast_open import open_fast
+from rmqstore.format.fastscan import walk_segment as lean_walk
+from rmqstore.read.inspect_store import _probe_segment
+from rmqstore.format.layout import BLANK_MAGIC_CODE, PHYSICAL_OFFSET_POSITION
+from rmqstore.format.ranges import read_segment
+from rmqstore.format.record import Address, encode_message
+from rmqstore.read.scan import CommitLogScan
 from rmqstore.spark.rebuild import _blank_at
 from rmqstore.store import open_store
-from rmqstore.store_sizes import StoreSizes
-from rmqstore.store_paths import commitlog_dir, offset_to_file_name
-from rmqstore.verify import Verifier
-from rmqstore.verify.logwalk import RECOVERED_END
-from rmqstore.walk import End, LogEnd, step, walk_segment
+from rmqstore.files.store_sizes import StoreSizes
+from rmqstore.files.store_paths import commitlog_dir, offset_to_file_name
+from rmqstore.read.verify import Verifier
+from rmqstore.read.verify.logwalk import RECOVERED_END
+from rmqstore.format.walk import End, LogEnd, step, walk_segment
 
 SEG = 65536
 

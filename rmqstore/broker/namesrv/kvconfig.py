@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 
-from ...errors import RmqStoreError
+from ...common.errors import RmqStoreError
 from ..jsonfmt import dumps, loads, write_config_file
 
 __all__ = ["KVConfigManager", "NAMESPACE_ORDER_TOPIC_CONFIG", "KVConfigError"]

@@ -16,7 +16,7 @@ REGISTER_BROKER body is read by its shape, not by the sender's version (:mod:`.r
 
 from __future__ import annotations
 
-from ...crc import crc32
+from ...format.crc import crc32
 from ...remoting import Connection, RemotingCommand, RemotingServer, RequestCode, ResponseCode
 from ...remoting.codes import MQVersion
 from ..headers import Header
