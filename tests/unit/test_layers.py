@@ -1,8 +1,9 @@
 """The layers of docs/architecture.md, checked on the source: a lower layer never imports a higher
-one, and no module imports another module's private (``_name``) names.
+one, no imports go round in a circle, and no module imports another module's private (``_name``) names.
 
-The layer table below is the document's, module by module. A module that is in no layer fails
-the test: decide where it belongs, add it here and to docs/architecture.md. Known violations are
+The layer table below is the document's, package by package: a layer is a folder, and rmqstore/'s
+top level holds only the facade, ``__init__``, ``cli`` and the packages. A module that is in no layer
+fails the test: decide where it belongs, add it here and to docs/architecture.md. Known violations are
 listed with their reason in ``ALLOWED_UPWARD`` and ``ALLOWED_PRIVATE``; the lists only shrink --
 an entry that no longer happens fails the test too, so it is removed when its cause is fixed.
 """
@@ -252,6 +253,64 @@ def test_no_import_circle():
 def test_the_circle_check_finds_circles():
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a", "e"}, "e": {"d"}, "f": set()}
     assert import_circles(graph) == [["a", "b", "c"], ["d", "e"]]
+
+
+# -- the tree says the layer: one package a layer (issue 22) --------------------------------------------
+
+#: the modules rmqstore/'s top level holds: the package's __init__, the facade and the command line
+TOP_MODULES = {"rmqstore", "rmqstore.store", "rmqstore.cli"}
+#: modules singled out in a higher layer than their package's: the command lines of two packages
+ENTRY_POINTS = {"rmqstore.broker.cli", "rmqstore.spark.cli"}
+
+
+def package_of(module: str) -> str:
+    """What a module counts as between packages: its top-level package (``rmqstore.engine.ha.client`` ->
+    ``rmqstore.engine``), or itself for a top-level module and an entry point."""
+    return module if module in TOP_MODULES | ENTRY_POINTS else ".".join(module.split(".")[:2])
+
+
+def test_the_top_level_holds_the_facade_the_cli_and_packages():
+    modules = {module_name(p) for p in PACKAGE.glob("*.py")}
+    packages = {f"rmqstore.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()}
+    assert modules <= TOP_MODULES, (f"modules at rmqstore/'s top level: {sorted(modules - TOP_MODULES)}; "
+                                    f"move each into the package of its layer (docs/architecture.md)")
+    named = {p for _, patterns in LAYERS for p in patterns}
+    assert packages <= named, f"packages in no layer: {sorted(packages - named)}; add each to LAYERS"
+
+
+def test_a_layer_is_packages():
+    """A layer names packages (and the top-level modules, and the entry points): never one module of a package,
+    so a module's folder says its layer."""
+    for layer, patterns in LAYERS:
+        for p in patterns:
+            name = p.removesuffix(".*")
+            assert name in TOP_MODULES | ENTRY_POINTS or (name.count(".") == 1 and not (PACKAGE / f"{name[9:]}.py")
+                                                         .exists()), f"layer {layer}: {p} is not a package"
+    for module in MODULES:
+        if module not in ENTRY_POINTS:
+            assert layer_of(module) == layer_of(package_of(module)), f"{module} is not in its package's layer"
+
+
+def package_imports() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {}
+    for module, path in MODULES.items():
+        mine = package_of(module)
+        for target, _ in imports_of(module, path):
+            theirs = package_of(target)
+            if theirs != mine and theirs in MODULES:
+                graph.setdefault(mine, set()).add(theirs)
+    return graph
+
+
+def test_packages_import_down_only():
+    graph = package_imports()
+    up = sorted((a, b) for a, targets in graph.items() for b in targets if layer_of(b) > layer_of(a))
+    assert not up, "a package imports one of a higher layer:\n" + describe(up)
+    assert not import_circles(graph), import_circles(graph)
+    # what the check walks: the engine below the facade, the broker above it, nothing above the cli
+    assert {"rmqstore.format", "rmqstore.files"} <= graph["rmqstore.engine"]
+    assert "rmqstore.engine" in graph["rmqstore.store"] and "rmqstore.store" in graph["rmqstore.broker"]
+    assert not any("rmqstore.cli" in targets for targets in graph.values())
 
 
 
