@@ -53,10 +53,10 @@ def test_version_lines_up_its_columns(pure):
     spaces at least after the longest description (``_cwait``'s pushed its "compiled" out of line)."""
     rows = {line.split()[0]: line for line in _version({native.PURE_ENV: pure}).splitlines()
             if line.lstrip().startswith("rmqstore._")}
-    assert sorted(rows) == sorted(f"rmqstore.{name}" for name in native.MODULES)
+    assert sorted(rows) == sorted(f"rmqstore._native.{name}" for name in native.MODULES)
     described, state = set(), set()
     for name, what in native.MODULES.items():
-        row = rows[f"rmqstore.{name}"]
+        row = rows[f"rmqstore._native.{name}"]
         end = row.index(what) + len(what)
         assert row[end:end + 2] == "  ", row
         described.add(row.index(what))
