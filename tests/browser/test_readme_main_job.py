@@ -201,10 +201,11 @@ def test_main_job_opens_the_tour_and_it_runs(page, main_job_lab, snap, page_erro
     store = REPO / "data" / "sample_store"
     records = list(CommitLogScan(store))
     n_msgs = sum(isinstance(r, MessageRecord) for _, r in records)
-    first = list_segments(find_commitlog_dir(store))[0]
+    segments = list_segments(find_commitlog_dir(store))
+    first, width = segments[0], len(f"{segments[-1].offset:,}")  # the notebook's column: the widest offset
     text = "\n".join(nb.output_texts())
     assert f"{n_msgs} messages, {len(records) - n_msgs} blank records" in text, text[:1000]
-    assert f"{first.name}  starts at offset {first.offset:>8,}  size {first.size:,} bytes" in text
+    assert f"{first.name}  starts at offset {first.offset:>{width},}  size {first.size:,} bytes" in text
     assert f"store: {(checkout / 'data' / 'sample_store').resolve()}" in text
     bars = inspector.get_by_test_id("segment")
     n_segments = len(list_segments(find_commitlog_dir(store)))
