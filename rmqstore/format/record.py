@@ -98,13 +98,17 @@ def encode_message(*, queue_id: int, flag: int, queue_offset: int, physical_offs
         raise LayoutError(f"unknown magic code {magic_code:#x}")
     values = _RecordValues(bytes(body), flag, sys_flag, born_timestamp, Address.parse(born_host),
                            Address.parse(store_host), reconsume_times, prepared_transaction_offset, body_crc)
-    enc = encoder.encode(values, _text(topic), queue_id, _text(properties or ""), sys_flag)
+    (topic_s, raw_topic), (props_s, raw_props) = _text(topic), _text(properties or "")
+    enc = encoder.encode(values, topic_s, queue_id, props_s, sys_flag)
     if not isinstance(enc, EncodedMessage):
         raise LayoutError(enc.message)
     try:
         enc.place(queue_offset, physical_offset, store_timestamp)
     except struct.error as exc:
         raise LayoutError(f"a record field is out of range: {exc}") from exc
+    if raw_topic is not None or raw_props is not None:
+        _put_raw_text(enc.data, magic_code, len(values.body), raw_topic or topic_s.encode(),
+                      raw_props if raw_props is not None else props_s.encode())
     return bytes(enc.data)
 
 
@@ -124,8 +128,26 @@ class _RecordValues(NamedTuple):
     queue_offset: None = None
 
 
-def _text(value: str | bytes) -> str:
-    return value if isinstance(value, str) else bytes(value).decode("utf-8")
+def _text(value: str | bytes) -> tuple[str, bytes | None]:
+    """A topic or properties value for the encoder, and its bytes when they are not UTF-8: a record made
+    for a test of damage may hold any bytes there, which the put path's encoder (given text) cannot
+    write; it writes a placeholder as long, which :func:`_put_raw_text` then overwrites."""
+    if isinstance(value, str):
+        return value, None
+    raw = bytes(value)
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return "?" * len(raw), raw
+
+
+def _put_raw_text(data: bytearray, magic_code: int, body_len: int, topic: bytes, properties: bytes) -> None:
+    """Write ``topic`` and ``properties`` over the encoded record's (placeholders of the same lengths)."""
+    sys_flag = _I32.unpack_from(data, SYSFLAG_POSITION)[0]
+    prefix = 2 if magic_code == MESSAGE_MAGIC_CODE_V2 else 1
+    for name, start, end, _ in message_field_spans(sys_flag, body_len, len(topic), len(properties), prefix):
+        if name in ("topic", "properties"):
+            data[start:end] = topic if name == "topic" else properties
 
 
 def decode_record(buf, pos: int = 0, *, check_crc: bool = False, limit: int | None = None):

@@ -61,4 +61,22 @@ def test_our_stats_item_and_store_rates_are_rocketmqs(rmq_java):
     assert len(java) == sum(op.split(":")[0] in ("minute", "hour", "day", "second") for op in ops), java
     last = java[str(len(ops) - 1)]
     assert "putTps=" in last and not last.split("putTps=")[1].startswith(" "), "the 10 s rate was never reached"
-    assert replay(ops, java) == java
+    ours = replay(ops, java)
+    assert ours.keys() == java.keys()
+    for i in java:
+        assert same_figures(ours[i], java[i]), (i, ours[i], java[i])
+
+
+def same_figures(ours: str, java: str) -> bool:
+    """Equal text, but for one race of Java's own: the first snapshot of a window's list is stamped by a
+    ``System.currentTimeMillis()`` call of its own, a window before the sample's (4.9.8's ``samplingInHour``), so
+    when the clock ticks between the two the span is 1 ms longer than the printed timestamps say and the rate
+    differs in the seventh digit (samplingInMinutes pre-fills the same way).  Such a row must agree in every other figure, and its rate must be the same
+    sum over a span at most 1 ms apart."""
+    if ours == java:
+        return True
+    o, j = ours.split(), java.split()
+    if len(o) != 6 or o[0] not in WINDOWS or o[:3] + o[4:] != j[:3] + j[4:] or int(o[2]) == 0:
+        return False
+    span_o, span_j = (int(o[2]) * 1000 / float(o[3]), int(j[2]) * 1000 / float(j[3]))
+    return abs(span_o - span_j) <= 1.0 + 1e-6

@@ -255,8 +255,8 @@ def test_08_broker_checks_an_unknown_transaction_and_applies_the_answer(nb08_bro
                                                                          b"order 42: pay")
     assert string_to_properties(half.properties)["TRAN_MSG"] == "true" and transaction_value(half.sys_flag) == 0
     assert "END_TRANSACTION UNKNOWN sent; TxTopic/0 holds 0 message(s) for consumers" in text
-    waited = int(re.search(r"CHECK_TRANSACTION_STATE \(39\) came (\d+) ms after the half message was stored "
-                           r"\(timeout 300 ms\), oneway: True", text).group(1))
+    waited = int(re.search(r"CHECK_TRANSACTION_STATE \(39\) came (\d+) ms after the half message was born "
+                           r"\(the check compares its bornTimestamp with the timeout, 300 ms\), oneway: True", text).group(1))
     assert waited >= 300
     # the check names the copy the check service put back at the end of the half queue
     copy_at = int(re.search(r"^  commitLogOffset\s+(\d+)$", text, re.M).group(1))

@@ -207,7 +207,7 @@ def damaged(spark, tmp_path_factory):
     """Every fault applied to its own copy; all verified on Spark in one call."""
     roots = {}
     for fid, (name, apply, _) in FAULTS.items():
-        root = copy_store(name, str(tmp_path_factory.mktemp(fid)))
+        root = copy_store(store_root(name), str(tmp_path_factory.mktemp(fid)))
         apply(root)
         roots[fid] = root
     reports = spark_verify(spark, list(roots.values()), split_size=4099)
@@ -233,7 +233,7 @@ def test_equal_on_random_faults(spark, drawn):
     with tempfile.TemporaryDirectory() as tmp:
         roots = []
         for i, (name, what, apply, rel, span) in enumerate(drawn):
-            root = copy_store(name, os.path.join(tmp, str(i)))
+            root = copy_store(store_root(name), os.path.join(tmp, str(i)))
             apply(root)
             roots.append((what, root))
         reports = spark_verify(spark, [root for _, root in roots])
@@ -244,7 +244,7 @@ def test_equal_on_random_faults(spark, drawn):
 
 
 def test_cap_lists_the_same_problems(spark, tmp_path):
-    root = copy_store("engine", str(tmp_path))
+    root = copy_store(store_root("engine"), str(tmp_path))
     _many_bodies("engine")(root)
     (root / "consumequeue" / "Pay" / "1" / "00000000000000000000").unlink()
     expected = verify(root, max_problems_per_kind=3)
