@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import shutil
@@ -317,6 +318,13 @@ def notebook_text(name: str) -> str:
             elif "data" in out and "text/plain" in out["data"]:
                 parts.append(out["data"]["text/plain"])
     return "".join(parts)
+
+
+def notebook_work_folder(text: str) -> str:
+    """The folder a notebook kept its stores in, from the ``work folder: <path>`` line it printed."""
+    found = re.search(r"^work folder: (\S+)$", text, re.M)
+    assert found, "the notebook printed no 'work folder: <path>' line"
+    return found.group(1)
 
 
 # --- Spark: one local session for every Spark test module -----------------------------------------

@@ -16,7 +16,7 @@ pytest.importorskip("pyspark")
 pytest.importorskip("nbclient")
 np = pytest.importorskip("numpy")
 
-from conftest import notebook_text  # noqa: E402
+from conftest import notebook_text, notebook_work_folder  # noqa: E402
 from rmqstore.format.record import MessageRecord  # noqa: E402
 from rmqstore.read.scan import CommitLogScan  # noqa: E402
 from rmqstore.read.verify import verify  # noqa: E402
@@ -27,7 +27,7 @@ NAME = "10_spark_pipeline.ipynb"
 @pytest.fixture(scope="module")
 def run():
     text = notebook_text(NAME)
-    work = re.search(r"^work folder: (\S+)$", text, re.M).group(1)
+    work = notebook_work_folder(text)
     store = os.path.join(work, "store")
     records = [(o, r) for o, r in CommitLogScan(store) if isinstance(r, MessageRecord)]
     yield text, store, records

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("nbclient")
 pytest.importorskip("rocketmq.client")
 
-from conftest import executed_notebook, notebook_text  # noqa: E402
+from conftest import executed_notebook, notebook_text, notebook_work_folder  # noqa: E402
 from rmqstore.broker.jsonfmt import loads  # noqa: E402
 from rmqstore.format.properties import string_to_properties  # noqa: E402
 from rmqstore.format.record import MessageRecord  # noqa: E402
@@ -27,7 +27,7 @@ NB = "15_operating_a_broker.ipynb"
 @pytest.fixture(scope="module")
 def nb15():
     text = notebook_text(NB)
-    work = re.search(r"^work folder: (\S+)$", text, re.M).group(1)
+    work = notebook_work_folder(text)
     store = os.path.join(work, "store")
     orders = [(off, rec) for off, rec in scan_commitlog(store) if isinstance(rec, MessageRecord)
               and rec.topic == "Orders"]

@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("nbformat")
 pytest.importorskip("nbclient")
 
-from conftest import FIXTURES, NOTEBOOKS_DIR, executed_notebook, manifest, notebook_text  # noqa: E402
+from conftest import FIXTURES, NOTEBOOKS_DIR, executed_notebook, manifest, notebook_text, notebook_work_folder  # noqa: E402
 
 from rmqstore import Address, Message, MessageStore, StoreConfig, create_message_id  # noqa: E402
 from rmqstore.format.layout import message_length  # noqa: E402
@@ -229,7 +229,7 @@ def nb08_broker():
     from rmqstore.read.scan import CommitLogScan
 
     text = notebook_text("08_transactions_delay_batches.ipynb")
-    work = re.search(r"^work folder: (\S+)$", text, re.M).group(1)
+    work = notebook_work_folder(text)
     root = os.path.join(work, "store")
     records = {off: rec for off, rec in CommitLogScan(root) if isinstance(rec, MessageRecord)}
     store = open_store(root)

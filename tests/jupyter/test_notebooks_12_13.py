@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("nbclient")
 pytest.importorskip("rocketmq.client")
 
-from conftest import notebook_text  # noqa: E402
+from conftest import notebook_text, notebook_work_folder  # noqa: E402
 from rmqstore.broker.jsonfmt import loads  # noqa: E402
 from rmqstore.broker.send import V2_FIELDS  # noqa: E402
 from rmqstore.format.properties import string_to_properties  # noqa: E402
@@ -32,7 +32,7 @@ NB13 = "13_consumers_pull_offsets_retries_dlq.ipynb"
 
 def _run(name):
     text = notebook_text(name)
-    work = re.search(r"^work folder: (\S+)$", text, re.M).group(1)
+    work = notebook_work_folder(text)
     store = os.path.join(work, "store")
     records = {off: rec for off, rec in scan_commitlog(store) if isinstance(rec, MessageRecord)}
     return text, store, records, work
