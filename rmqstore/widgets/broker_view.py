@@ -117,21 +117,24 @@ def _sample(state: dict, previous: dict | None) -> dict:
     group its total lag.  A rate is the change of the broker's message counters (``msgPutTotalTodayNow``,
     ``msgGetTotalTodayNow``) since the previous sample -- it moves at the view's pace, where the broker's own
     ``putTps`` is a 10-second average (and empty for a broker up less than 10 s); the first sample, and one after a
-    restart, take the broker's figures."""
+    restart, take the broker's figures.  A broker that did not answer this time has no rates in the sample but its
+    error in ``down`` (its sparkline shows a gap's worth of zeros, and a reader of the history can tell why)."""
     lag: dict[str, int] = {}
     for q in state["progress"]:
         lag[q["group"]] = lag.get(q["group"], 0) + int(q["lag"])
     before = (previous or {}).get("totals", {})
     seconds = (int(state["taken_at"]) - int((previous or {}).get("t", 0))) / 1000.0
-    tps, totals = {}, {}
+    tps, totals, down = {}, {}, {}
     for b in state["brokers"]:
         if b["put_tps"] is None:
+            down[b["address"]] = b["error"] or "no figures"
             continue
         was = before.get(b["address"], [None, None])
         put, get = _rate(b["put_total"], was[0], seconds), _rate(b["get_total"], was[1], seconds)
         tps[b["address"]] = [b["put_tps"] if put is None else put, b["get_tps"] if get is None else get]
         totals[b["address"]] = [b["put_total"], b["get_total"]]
-    return {"t": state["taken_at"], "tps": tps, "totals": totals, "lag": {g: i64(v) for g, v in lag.items()}}
+    return {"t": state["taken_at"], "tps": tps, "totals": totals, "down": down,
+            "lag": {g: i64(v) for g, v in lag.items()}}
 
 
 class BrokerView(LiveView, anywidget.AnyWidget):

@@ -71,6 +71,11 @@ def test_a_broker_that_is_down_is_a_row_saying_so(broker):
             down = [b for b in view.brokers if b["broker_name"] == "broker-dead"]
             assert down and down[0]["error"] and "127.0.0.1:1" in down[0]["error"] and not down[0]["local"]
             assert view.errors and [b["error"] for b in view.brokers if b["broker_name"] == "broker-a"] == [None]
+            # the history's sample: rates for the live broker, the dead one's error instead of rates
+            (sample,) = view.history
+            assert sample["down"] == {"127.0.0.1:1": down[0]["error"]} and "127.0.0.1:1" not in sample["tps"]
+            assert [a for a in sample["tps"] if a != "127.0.0.1:1"] == [b["address"] for b in view.brokers
+                                                                         if b["broker_name"] == "broker-a"]
         finally:
             view.close()
     finally:
