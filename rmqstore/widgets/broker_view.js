@@ -1,6 +1,6 @@
 // BrokerView: a RocketMQ cluster live -- brokers, queues, consumer lag (rmqstore.admin's snapshot).
 // State: brokers, queues, progress (rows; offsets, lag and timestamps as decimal strings), history
-// ([{t, tps: {address: [put, get]}, lag: {group: "n"}}]), errors, taken_at, title, namesrv, live, updates,
+// ([{t, tps: {address: [put, get]}, down: {address: error}, lag: {group: "n"}}]), errors, taken_at, title, namesrv, live, updates,
 // opened (the answer to the last click).
 // DOM contract: root data-testid="broker-view" (data-updates, data-taken-at); one data-testid="broker-row" per
 // broker (data-broker-name, data-broker-id, data-address, data-role, data-version, data-min-offset,
