@@ -33,6 +33,7 @@ from rmqstore.format.crc import crc32
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from rmqstore.remoting.codes import MQVersion
 
+from .mqadmin_support import mqadmin_batch
 from .rmqjava import case_lines
 
 pytestmark = pytest.mark.timeout(900)
@@ -174,12 +175,12 @@ def _route(text: str) -> dict:
 
 
 def test_mqadmin_reads_the_cluster_from_our_name_servers_as_from_apaches(cluster, rmq_java):
+    commands = ("topicList", "topicList -c", "topicClusterList -t NsTopic", "topicRoute -t NsTopic", "clusterList")
+    runs = [(name, cmd) for name in cluster.name_servers for cmd in commands]
+    texts = mqadmin_batch(rmq_java, *([*cmd.split(), "-n", cluster.name_servers[name]] for name, cmd in runs))
     outputs: dict[str, dict[str, str]] = {}
-    for name, ns in cluster.name_servers.items():
-        run = {cmd: rmq_java.mqadmin(*cmd.split(), namesrv=ns).stdout
-               for cmd in ("topicList", "topicList -c", "topicClusterList -t NsTopic", "topicRoute -t NsTopic",
-                           "clusterList")}
-        outputs[name] = run
+    for (name, cmd), text in zip(runs, texts):
+        outputs.setdefault(name, {})[cmd] = text
     java = outputs["J"]
     assert {"NsTopic", "MixJ", "TBW102", "broker-a", "broker-b", "DefaultCluster"} <= _lines(java["topicList"])
     assert _cluster_rows(java["clusterList"]) == {
@@ -222,7 +223,18 @@ def _ns_admin(rmq_java, cluster: Cluster, *ops: str) -> dict[str, dict[str, str]
 
 def test_mqadmin_config_kv_write_perm_and_topic_deletion_on_our_name_servers_as_on_apaches(cluster, rmq_java):
     all_ns = ";".join(cluster.name_servers.values())
-    configs = _namesrv_configs(rmq_java.mqadmin("getNamesrvConfig", namesrv=all_ns).stdout)
+    conf = "broker-a:4;broker-b:4"
+    # the name servers' configuration, read, updated (once refused) and read again; then a kv config written and
+    # read back through updateOrderConf on each, and broker-a's write permission wiped: one JVM (mqadmin_batch)
+    first, done, refused, second, kv_done, *order_confs, wiped = mqadmin_batch(
+        rmq_java, ["getNamesrvConfig", "-n", all_ns],
+        ["updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true", "-n", all_ns],
+        ["updateNamesrvConfig", "-k", "kvConfigPath", "-v", "/tmp/elsewhere", "-n", all_ns],
+        ["getNamesrvConfig", "-n", all_ns],
+        ["updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "NsTopic", "-v", conf, "-n", all_ns],
+        *(["updateOrderConf", "-t", "NsTopic", "-m", "get", "-n", ns] for ns in cluster.name_servers.values()),
+        ["wipeWritePerm", "-b", "broker-a", "-n", all_ns])
+    configs = _namesrv_configs(first)
     java = configs[cluster.java_ns]
     assert java["orderMessageEnable"] == "false" and NETTY_KNOBS <= java.keys()
     for ns in (cluster.ours_ns, cluster.embedded_ns):
@@ -233,29 +245,22 @@ def test_mqadmin_config_kv_write_perm_and_topic_deletion_on_our_name_servers_as_
                {k: v for k, v in java.items() if k not in WHERE_KEYS | NETTY_KNOBS}, ns
         assert ours["listenPort"] == ns.rsplit(":", 1)[1]
 
-    done = rmq_java.mqadmin("updateNamesrvConfig", "-k", "orderMessageEnable", "-v", "true", namesrv=all_ns)
-    assert _mask(done.stdout, cluster) == "update name server config success![<NS>, <NS>, <NS>]\norderMessageEnable : true\n"
-    refused = rmq_java.mqadmin("updateNamesrvConfig", "-k", "kvConfigPath", "-v", "/tmp/elsewhere", namesrv=all_ns,
-                               check=False)
-    assert "CODE: 16  DESC: Can not update config in black list." in refused.stdout + refused.stderr
-    configs = _namesrv_configs(rmq_java.mqadmin("getNamesrvConfig", namesrv=all_ns).stdout)
+    assert _mask(done, cluster) == "update name server config success![<NS>, <NS>, <NS>]\norderMessageEnable : true\n"
+    assert "CODE: 16  DESC: Can not update config in black list." in refused
+    configs = _namesrv_configs(second)
     assert {ns: (c["orderMessageEnable"], c["kvConfigPath"] != "/tmp/elsewhere") for ns, c in configs.items()} == \
            {ns: ("true", True) for ns in cluster.name_servers.values()}
 
-    conf = "broker-a:4;broker-b:4"
-    done = rmq_java.mqadmin("updateKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "NsTopic", "-v", conf, namesrv=all_ns)
-    assert done.stdout == "create or update kv config to namespace success.\n"
-    for ns in cluster.name_servers.values():
-        got = rmq_java.mqadmin("updateOrderConf", "-t", "NsTopic", "-m", "get", namesrv=ns).stdout
+    assert kv_done == "create or update kv config to namespace success.\n"
+    for ns, got in zip(cluster.name_servers.values(), order_confs):
         assert got == f"get orderConf success. topic=[NsTopic], orderConf=[{conf}] ", ns
-    wiped = rmq_java.mqadmin("wipeWritePerm", "-b", "broker-a", namesrv=all_ns).stdout
     topics = loads(_ask(cluster, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER).body.decode())["topicList"]
     count = sum("broker-a" in _route_brokers(cluster.broker_b, cluster.java_ns, t) for t in topics)
     before = _ns_admin(rmq_java, cluster, "kvget,ORDER_TOPIC_CONFIG,NsTopic", "kvlist,ORDER_TOPIC_CONFIG",
                        "bycluster,DefaultCluster", "alltopics", "route,NsTopic")
-    added = rmq_java.mqadmin("addWritePerm", "-b", "broker-a", namesrv=all_ns).stdout
-    done = rmq_java.mqadmin("deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "NsTopic", namesrv=all_ns)
-    assert done.stdout == "delete kv config from namespace success.\n"
+    added, deleted = mqadmin_batch(rmq_java, ["addWritePerm", "-b", "broker-a", "-n", all_ns],
+                                   ["deleteKvConfig", "-s", "ORDER_TOPIC_CONFIG", "-k", "NsTopic", "-n", all_ns])
+    assert deleted == "delete kv config from namespace success.\n"
     after = _ns_admin(rmq_java, cluster, "kvget,ORDER_TOPIC_CONFIG,NsTopic", "kvlist,ORDER_TOPIC_CONFIG",
                       "route,NsTopic", "delete,DelT,DefaultCluster", "route,MixJ")
 
