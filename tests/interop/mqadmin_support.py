@@ -36,7 +36,7 @@ from broker_support import run_async
 from .rmqjava import JavaDist, case_lines
 
 __all__ = ["Side", "Mask", "MaskError", "TIMES", "RATES", "IDS", "addresses", "value_of", "column", "assert_same",
-           "normalize", "run_traffic", "answers", "mqadmin_batch"]
+           "normalize", "run_traffic", "answers", "mqadmin_batch", "on_both"]
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,13 @@ class Side:
     namesrv: str
     broker: str
 
+    def argv(self, *args: str) -> list[str]:
+        """``ARGS -n namesrv``, ``{broker}`` in ``args`` replaced by the broker's address."""
+        return [a.replace("{broker}", self.broker) for a in args] + ["-n", self.namesrv]
+
     def mqadmin(self, rmq_java: JavaDist, *args: str, timeout: float = 180) -> str:
         """What ``mqadmin ARGS -n namesrv`` prints (stdout; a non-zero exit fails the test)."""
-        argv = [a.replace("{broker}", self.broker) for a in args]
-        return rmq_java.mqadmin(*argv, namesrv=self.namesrv, timeout=timeout).stdout
+        return rmq_java.mqadmin(*self.argv(*args), timeout=timeout).stdout
 
 
 class MaskError(AssertionError):
@@ -170,6 +173,12 @@ def mqadmin_batch(rmq_java: JavaDist, *commands: list[str], timeout: float = 600
     found = re.findall(r"^@@BEGIN (\d+)\n(.*?)\n^@@END \1$", out, re.M | re.S)
     assert [int(n) for n, _ in found] == list(range(len(commands))), out
     return [text for _, text in found]
+
+
+def on_both(rmq_java: JavaDist, java: Side, ours: Side, *args: str) -> tuple[str, str]:
+    """What ``mqadmin ARGS`` prints against each side, both run in one JVM (:func:`mqadmin_batch`)."""
+    java_text, ours_text = mqadmin_batch(rmq_java, java.argv(*args), ours.argv(*args))
+    return java_text, ours_text
 
 
 def answers(address: str, code: int, timeout: float = 10) -> bool:

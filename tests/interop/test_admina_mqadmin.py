@@ -23,8 +23,8 @@ import pytest
 
 from broker_support import BrokerThread
 
-from .mqadmin_support import (IDS, RATES, TIMES, Mask, Side, addresses, answers, assert_same, column, run_traffic,
-                              value_of)
+from .mqadmin_support import (IDS, RATES, TIMES, Mask, Side, addresses, answers, assert_same, column, mqadmin_batch,
+                              on_both, run_traffic, value_of)
 
 pytestmark = pytest.mark.timeout(1800)
 
@@ -64,8 +64,10 @@ def world(rmq_java, tmp_path_factory):
         for side in (java, ours):
             first[side.name] = run_traffic(rmq_java, "AdminTraffic.java", side)[side.name].split("first=")[1]
             time.sleep(12)  # a 10 s sampling round after the traffic, wherever the broker's rounds fall
-            for command, code in TIMED.items():
-                timed[side.name, command] = side.mqadmin(rmq_java, *command) if _needs(side, code) else None
+            wanted = [command for command, code in TIMED.items() if _needs(side, code)]
+            texts = dict(zip(wanted, mqadmin_batch(rmq_java, *(side.argv(*c) for c in wanted))))
+            for command in TIMED:
+                timed[side.name, command] = texts.get(command)
         yield World(java, ours, Side("ours", other_ns, ours.broker), first, timed)
 
 
@@ -96,8 +98,7 @@ BROKER_STATUS = (Mask((re.compile(r"^commitLogDiskRatio_/\S*?(?= *: )", re.M), l
 def test_broker_status(world, rmq_java):
     """Every key, and every value but the masked ones: put and get totals, sizes and averages, commitlog
     offsets, the delay level's offsets, version, capacities, what is left to flush."""
-    java = world.java.mqadmin(rmq_java, "brokerStatus", "-b", "{broker}")
-    ours = world.ours.mqadmin(rmq_java, "brokerStatus", "-b", "{broker}")
+    java, ours = on_both(rmq_java, world.java, world.ours, "brokerStatus", "-b", "{broker}")
     masked = assert_same(java, ours, BROKER_STATUS)
     assert "msgPutTotalTodayNow : 15" in masked and "scheduleMessageOffset_1 : 1,1" in masked, masked
 
@@ -109,11 +110,11 @@ CLUSTER_LIST = (column("DefaultCluster", 8, r"\d+\.\d\d", "hours")
 
 
 def _cluster_list(rmq_java, java: Side, ours: Side) -> None:
-    masked = assert_same(java.mqadmin(rmq_java, "clusterList"), ours.mqadmin(rmq_java, "clusterList"),
-                         addresses(java, ours) + CLUSTER_LIST + RATES)
+    java_text, java_m, ours_text, ours_m = mqadmin_batch(rmq_java, java.argv("clusterList"), java.argv("clusterList", "-m"),
+                                                         ours.argv("clusterList"), ours.argv("clusterList", "-m"))
+    masked = assert_same(java_text, ours_text, addresses(java, ours) + CLUSTER_LIST + RATES)
     assert "broker-a 0 <broker> V4_9_8" in masked, masked
-    masked = assert_same(java.mqadmin(rmq_java, "clusterList", "-m"), ours.mqadmin(rmq_java, "clusterList", "-m"),
-                         Mask())
+    masked = assert_same(java_m, ours_m, Mask())
     assert masked.splitlines()[1].split() == ["DefaultCluster", "broker-a", "0", "0", "15", "10"], masked
 
 
@@ -142,8 +143,7 @@ def test_stats_all(world):
 
 @pytest.mark.parametrize("topic", ["AdminT", "SCHEDULE_TOPIC_XXXX"])
 def test_topic_status(world, rmq_java, topic):
-    java = world.java.mqadmin(rmq_java, "topicStatus", "-t", topic)
-    ours = world.ours.mqadmin(rmq_java, "topicStatus", "-t", topic)
+    java, ours = on_both(rmq_java, world.java, world.ours, "topicStatus", "-t", topic)
     masked = assert_same(java, ours, TIMES)
     assert len(masked.splitlines()) == 1 + (4 if topic == "AdminT" else 18), masked
 
@@ -160,8 +160,7 @@ def test_consumer_progress_of_every_group(world):
 
 
 def test_broker_consume_stats(world, rmq_java):
-    java = world.java.mqadmin(rmq_java, "brokerConsumeStats", "-b", "{broker}")
-    ours = world.ours.mqadmin(rmq_java, "brokerConsumeStats", "-b", "{broker}")
+    java, ours = on_both(rmq_java, world.java, world.ours, "brokerConsumeStats", "-b", "{broker}")
     masked = assert_same(java, ours, TIMES)
     assert masked.endswith("Diff Total: 3") and len(masked.splitlines()) == 1 + 4 + 2, masked
 
@@ -175,8 +174,8 @@ QUERY_MSG = IDS + TIMES + Mask((re.compile(r"^Born Host: +\S+$", re.M), lambda m
 def test_query_msg_by_id_names_the_groups_of_the_topic(world, rmq_java):
     """The message and the groups its track lists (QUERY_TOPIC_CONSUME_BY_WHO); the track's state per group comes
     from GET_CONSUMER_CONNECTION_LIST, compared in full by the next test."""
-    java = world.java.mqadmin(rmq_java, "queryMsgById", "-i", world.first["java"])
-    ours = world.ours.mqadmin(rmq_java, "queryMsgById", "-i", world.first["ours"])
+    java, ours = mqadmin_batch(rmq_java, world.java.argv("queryMsgById", "-i", world.first["java"]),
+                               world.ours.argv("queryMsgById", "-i", world.first["ours"]))
     mask = addresses(world.java, world.ours) + QUERY_MSG
     assert [m[0] for m in _TRACK.findall(java)] == ["CG_admin"], java
     assert assert_same(_TRACK.sub(lambda m: f"track of {m[1]}", java),
@@ -186,7 +185,7 @@ def test_query_msg_by_id_names_the_groups_of_the_topic(world, rmq_java):
 def test_query_msg_by_id_track(world, rmq_java):
     if not answers(world.ours.broker, CONSUMER_CONNECTIONS):
         pytest.skip("our broker does not answer GET_CONSUMER_CONNECTION_LIST (203) yet (the clients part of issue 21)")
-    java = world.java.mqadmin(rmq_java, "queryMsgById", "-i", world.first["java"])
-    ours = world.ours.mqadmin(rmq_java, "queryMsgById", "-i", world.first["ours"])
+    java, ours = mqadmin_batch(rmq_java, world.java.argv("queryMsgById", "-i", world.first["java"]),
+                               world.ours.argv("queryMsgById", "-i", world.first["ours"]))
     masked = assert_same(java, ours, addresses(world.java, world.ours) + QUERY_MSG)
     assert "trackType=NOT_ONLINE, exceptionDesc=CODE:206" in masked, masked
