@@ -35,6 +35,7 @@ from functools import partial
 
 from ..common import native
 from .commit_log import PutMessageSpinLock, wall_clock_ms
+from .put_trace import NULL_PUT_TRACE
 from ..common.config import BrokerRole, FlushDiskType
 from ..format.message import BatchItem, Message, MessageBatch
 from ..format.record import Address
@@ -71,6 +72,7 @@ def make_putter(put_path, *, appender: bool = False):
         wakeup=None if waits or appender or service is None else service.wakeup,
         finish=appended if appender else partial(finish_waits, put_path) if waits else None,
         next_file=cl.next_file_for_put, record=put_path.stats.record, slave_role=BrokerRole.SLAVE,
+        null_tracer=NULL_PUT_TRACE,
         types=(Message, MessageBatch, BatchItem, Address, AppendMessageResult, PutMessageResult),
         statuses=(_PUT_OK, AppendMessageStatus.PUT_OK, AppendMessageStatus.END_OF_FILE,
                   PutMessageStatus.UNKNOWN_ERROR),

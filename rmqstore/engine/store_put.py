@@ -13,8 +13,9 @@ and then, before the result goes back:
   request is made *before* the flush wait so the two overlap, and a replication status
   other than PUT_OK overrides the flush status, as in RocketMQ.
 
-Every put, refused or not, is counted in :class:`StoreStats`.  With a tracer set
-(:mod:`rmqstore.common.trace`) each stage is an event; without one the path pays nothing for it.
+Every put, refused or not, is counted in :class:`StoreStats`.  Each stage boundary calls a hook
+of the commit log's tracer (:mod:`rmqstore.engine.put_trace`): with a tracer set each stage is
+an event; without one every hook is a no-op and the path computes nothing for it.
 Without a tracer the common case goes through the compiled put first
 (:mod:`rmqstore.engine.native_put`): one C call for the checks, the encoding, the append, the
 wake-up and the counting; whatever it declines runs here, unchanged.
@@ -215,30 +216,18 @@ class PutPath:
     def _put(self, item, check, append) -> PutMessageResult:
         begin = _perf()
         tr = self.commit_log.tracer
-        if tr is None:
-            result = self.checks.check_store_status() or check(item)
-        else:
-            result = self._traced_checks(tr, item, check)
-        if result is None:
-            result = append(item)
-            if result.status is _PUT_OK:
-                result = self.wait_flush_and_replica(result, item)
-        if tr is not None:
-            tr.event("put.end", status=result.status.name, message=result.message,
-                     elapsed_ms=(_perf() - begin) * 1000)
-        self.stats.record_put(item, result, (_perf() - begin) * 1000)
-        return result
-
-    def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
-        tr.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
-                 topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
+        tr.begin(item)
         result = self.checks.check_store_status()
-        tr.event("check.store_status", status=result.status.name if result else "OK",
-                 message=result.message if result else "")
+        tr.store_status(result)
         if result is None:
             result = check(item)
-            tr.event("check.message", status=result.status.name if result else "OK",
-                     message=result.message if result else "")
+            tr.message_checked(result)
+            if result is None:
+                result = append(item)
+                if result.status is _PUT_OK:
+                    result = self.wait_flush_and_replica(result, item)
+        tr.end(result, begin)
+        self.stats.record_put(item, result, (_perf() - begin) * 1000)
         return result
 
     def async_put_message(self, msg: Message) -> Future:
@@ -268,7 +257,7 @@ class PutPath:
                 puts = self.async_puts
         if puts is None or not puts.begin():  # shut down: the put answers SERVICE_NOT_AVAILABLE
             return done_future(self._put(item, check, append))
-        if self.commit_log.tracer is not None:
+        if self.commit_log.tracer.active:
             return puts.run_on_pool(self._put, item, check, append)
         if puts.lane_busy:  # puts before this one wait there for their file: it goes behind them
             return puts.run_in_lane(self._append_async, puts, item, check, append, fast, _perf(), True)
@@ -319,21 +308,16 @@ class PutPath:
                 ar = result.append_result
                 req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout, on_done,
                                          service.gate)
-                if tr is not None:
-                    tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
-                             timeout_ms=cfg.sync_flush_timeout)
+                tr.group_commit_request(req, cfg.sync_flush_timeout)
                 service.put_request(req)
                 return req
-            if tr is not None:
-                tr.event("flush.request", mode="group_commit_wakeup", waits=False)
+            tr.flush_wakeup("group_commit_wakeup")
             service.wakeup()
         elif self.commit_service is not None:
-            if tr is not None:
-                tr.event("flush.request", mode="commit_wakeup", service="CommitRealTimeService")
+            tr.flush_wakeup("commit_wakeup")
             self.commit_service.wakeup()
         else:
-            if tr is not None:
-                tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
+            tr.flush_wakeup("async_wakeup")
             self.flush_service.wakeup()
         return None
 
@@ -342,7 +326,7 @@ class PutPath:
         replica = self.submit_replica(result, msg)  # before the flush wait: the two overlap
         req = self.submit_flush(result, msg, tr)
         status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
-        if replica is not _PUT_OK or tr is not None:  # (nothing to wait for or to trace otherwise)
+        if replica is not _PUT_OK or tr.active:  # (nothing to wait for or to trace otherwise)
             replica_status = self.replica_status(replica, tr)
             if replica_status is not _PUT_OK:
                 status = replica_status  # replication overrides the flush status, as in RocketMQ
@@ -373,8 +357,5 @@ class PutPath:
         if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
             self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
                                                  replica.next_offset if waits else None)
-        if tr is not None:
-            tr.event("replica", role=self.config.broker_role.value, status=status.name, waits=waits,
-                     next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
-                     acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
+        tr.replica(self.config.broker_role.value, status, replica, waits, begin, self.ha_service)
         return status
