@@ -214,14 +214,10 @@ class PutWait:
         put_path = self.put_path
         try:
             status = self.flush.status if self.flush is not None else _PUT_OK
+            replica_status = _PUT_OK
             if self.replica is not _PUT_OK:  # a SYNC_MASTER put
                 replica_status = put_path.replica_status(self.replica, NULL_PUT_TRACE, self.replica_begin)
-                if replica_status is not _PUT_OK:
-                    status = replica_status  # replication overrides the flush status, as in RocketMQ
-            result = self.result
-            if status is not _PUT_OK:
-                result = PutMessageResult(status, result.append_result, NOT_KEPT.get(status, ""))
-            put_path.stats.record_put(self.item, result, (_perf() - self.begin) * 1000)
-            self.future.set_result(result)
+            result = put_path.settle(self.result, status, replica_status)
+            self.future.set_result(put_path.record(self.item, result, self.begin, NULL_PUT_TRACE))
         finally:
             self.puts.end()

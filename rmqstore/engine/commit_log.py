@@ -235,7 +235,6 @@ class CommitLog:
         self.append_callback = DefaultAppendMessageCallback(self)
         self.current_store_timestamp = 0
         self.begin_time_in_lock = 0
-        self.flush_manager = None  # set by the store: handles flush requests after a put
         #: delay level -> ms (``messageDelayLevel``): the delay rewrite's, and dispatch's tags codes
         self.delay_levels = config.delay_level_table()
         self.max_delay_level = max(self.delay_levels) if self.delay_levels else 0

@@ -86,8 +86,6 @@ def appended(result: PutMessageResult, _item, _begin: float) -> PutMessageResult
 
 
 def finish_waits(put_path, result: PutMessageResult, item, begin: float) -> PutMessageResult:
-    """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the waits, then the statistics."""
-    if result.status is _PUT_OK:
-        result = put_path.wait_flush_and_replica(result, item)
-    put_path.stats.record_put(item, result, (time.monotonic() - begin) * 1000)
-    return result
+    """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the pipeline's end, the waits then the
+    record (``PutPath.finish``), ``begin`` on the compiled put's clock (monotonic)."""
+    return put_path.finish(result, item, begin, NULL_PUT_TRACE, time.monotonic)

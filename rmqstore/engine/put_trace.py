@@ -90,7 +90,7 @@ class NullPutTrace:
     def replica(self, role: str, status, replica, waits: bool, begin: float, ha_service) -> None:
         pass
 
-    def end(self, result, begin: float) -> None:
+    def end(self, result, elapsed_ms: float) -> None:
         pass
 
     def flush(self, queue, least_pages: int, by: str) -> bool:
@@ -213,9 +213,8 @@ class PutTrace(NullPutTrace):
                           next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
                           acked=ha_service.push2_slave_max_offset if ha_service is not None else None)
 
-    def end(self, result, begin: float) -> None:
-        self.tracer.event("put.end", status=result.status.name, message=result.message,
-                          elapsed_ms=(_perf() - begin) * 1000)
+    def end(self, result, elapsed_ms: float) -> None:
+        self.tracer.event("put.end", status=result.status.name, message=result.message, elapsed_ms=elapsed_ms)
 
     # -- the services: flush, commit, group commit ---------------------------------------------------
     def flush(self, queue, least_pages: int, by: str) -> bool:

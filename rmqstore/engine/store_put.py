@@ -1,30 +1,42 @@
-"""The put path after the checks: append, then wait for what the configuration promises.
+"""The put pipeline: checks -> encode + append -> wait -> record.
 
 RocketMQ's ``DefaultMessageStore#asyncPutMessage`` and ``CommitLog#handleDiskFlush`` /
-``handleHA``.  A put is checked (:mod:`rmqstore.engine.store_checks`), appended by the commitlog,
-and then, before the result goes back:
+``handleHA``.  Every put goes through the same four stages of :class:`PutPath`:
 
-* with SYNC_FLUSH and a message that waits for its store, a group-commit request is handed
-  to the flush service and waited on (FLUSH_DISK_TIMEOUT when it does not come in time);
-  otherwise the flush (or commit) service is only woken;
-* with SYNC_MASTER, at the same time, a replica request waits for a slave's acknowledgement
-  (:mod:`rmqstore.engine.ha`): SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave
-  is too far behind, FLUSH_SLAVE_TIMEOUT when none acknowledged it in time.  The replica
-  request is made *before* the flush wait so the two overlap, and a replication status
-  other than PUT_OK overrides the flush status, as in RocketMQ.
+1. **checks** (:meth:`PutPath.checked`): the store's state, then the message's
+   (:mod:`rmqstore.engine.store_checks`); a refusal skips to the record;
+2. **encode + append**: the commit log encodes outside the put lock and appends under it
+   (:mod:`rmqstore.engine.commit_log`);
+3. **wait** for what the configuration promises (:meth:`PutPath.wait_flush_and_replica`):
 
-Every put, refused or not, is counted in :class:`StoreStats`.  Each stage boundary calls a hook
-of the commit log's tracer (:mod:`rmqstore.engine.put_trace`): with a tracer set each stage is
-an event; without one every hook is a no-op and the path computes nothing for it.
-Without a tracer the common case goes through the compiled put first
+   * with SYNC_FLUSH and a message that waits for its store, a group-commit request is handed
+     to the flush service and waited on (FLUSH_DISK_TIMEOUT when it does not come in time);
+     otherwise the flush (or commit) service is only woken;
+   * with SYNC_MASTER, at the same time, a replica request waits for a slave's acknowledgement
+     (:mod:`rmqstore.engine.ha`): SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave
+     is too far behind, FLUSH_SLAVE_TIMEOUT when none acknowledged it in time.  The replica
+     request is made *before* the flush wait so the two overlap, and a replication status
+     other than PUT_OK overrides the flush status, as in RocketMQ (:meth:`PutPath.settle`, the
+     one place that answers a put's waits);
+
+4. **record** (:meth:`PutPath.record`): the put's end for the tracer and its count in
+   :class:`StoreStats` -- every put the Python side answers, refused or not, is counted there.
+
+The async form is the same pipeline completed by a callback: stages 1 and 2 run in the
+caller's thread, the wait is handed to the services as flush and replica requests whose
+answers complete a :class:`~rmqstore.engine.async_puts.PutWait`, and that ends with the same
+:meth:`~PutPath.settle` and :meth:`~PutPath.record` -- so one flush (or one slave ack)
+completes a whole group of async puts and no thread waits per put.  Nor does the caller (a
+broker's event loop) wait for a commitlog file: a put that needs one the allocate service has
+not made yet goes on on the put lane, and the async puts after it follow it there until the
+lane is empty (:mod:`rmqstore.engine.async_puts`).
+
+Each stage boundary calls a hook of the commit log's tracer (:mod:`rmqstore.engine.put_trace`):
+with a tracer set each stage is an event; without one every hook is a no-op and the path computes
+nothing for it.  Without a tracer the common case goes through the compiled put first
 (:mod:`rmqstore.engine.native_put`): one C call for the checks, the encoding, the append, the
-wake-up and the counting; whatever it declines runs here, unchanged.
-The async forms append in the caller's thread and hand the wait to the services: the
-flush and replica requests carry a callback that completes the put's future, so one flush
-(or one slave ack) completes a whole group of async puts and no thread waits per put.
-Nor does the caller (a broker's event loop) wait for a commitlog file: a put that needs one
-the allocate service has not made yet goes on on the put lane, and the async puts after it
-follow it there until the lane is empty (:mod:`rmqstore.engine.async_puts`).
+wake-up and the counting; whatever it declines runs here, unchanged, and a compiled put that
+must wait ends in :meth:`PutPath.finish` (wait, then record) like a pure one.
 :class:`PutPath` is a part :class:`~rmqstore.store.MessageStore` holds, built from its
 commit log, checks and statistics; the services it waits on are handed to it at start.
 """
@@ -47,6 +59,7 @@ from ..format.message import Message, MessageBatch
 from ..format.status import PutMessageResult, PutMessageStatus
 from .store_checks import PutChecks
 from .async_puts import NOT_KEPT, AsyncPuts, PutWait, done_future
+from .put_trace import NULL_PUT_TRACE
 
 __all__ = ["PutPath", "StoreStats"]
 
@@ -133,7 +146,7 @@ class StoreStats:
 
 
 class PutPath:
-    """Puts, replays and the async forms: checks -> append -> wait -> record.
+    """Puts, replays and the async forms: checks -> encode + append -> wait -> record.
 
     Built by the store from its parts: ``config``, the ``commit_log`` that appends,
     the ``checks`` (:class:`~rmqstore.engine.store_checks.PutChecks`, whose state says whether a
@@ -213,22 +226,48 @@ class PutPath:
         """
         return self._put(msg, self.checks.check_replayed_message, self.commit_log.put_message)
 
+    # -- the pipeline: checks -> encode + append -> wait -> record ----------------------------------
     def _put(self, item, check, append) -> PutMessageResult:
+        """The whole pipeline in the caller's thread (a synchronous put, a traced or refused async one)."""
         begin = _perf()
         tr = self.commit_log.tracer
+        result = self.checked(item, check, tr)
+        if result is None:
+            result = append(item)  # the commit log encodes, then appends under the put lock
+        return self.finish(result, item, begin, tr)
+
+    def checked(self, item, check, tr) -> PutMessageResult | None:
+        """The checks: the store's state, then the item's (``check``); the refusal, or None."""
         tr.begin(item)
         result = self.checks.check_store_status()
         tr.store_status(result)
         if result is None:
             result = check(item)
             tr.message_checked(result)
-            if result is None:
-                result = append(item)
-                if result.status is _PUT_OK:
-                    result = self.wait_flush_and_replica(result, item)
-        tr.end(result, begin)
-        self.stats.record_put(item, result, (_perf() - begin) * 1000)
         return result
+
+    def finish(self, result: PutMessageResult, item, begin: float, tr, clock=_perf) -> PutMessageResult:
+        """After the append (or a refusal): wait for what the configuration promises, then record.
+
+        ``begin`` is the put's start on ``clock`` (the compiled put's is ``time.monotonic``)."""
+        if result.status is _PUT_OK:
+            result = self.wait_flush_and_replica(result, item)
+        return self.record(item, result, begin, tr, clock)
+
+    def record(self, item, result: PutMessageResult, begin: float, tr, clock=_perf) -> PutMessageResult:
+        """The last stage: the put's end for the tracer and its count in the statistics; the result."""
+        elapsed_ms = (clock() - begin) * 1000
+        tr.end(result, elapsed_ms)
+        self.stats.record_put(item, result, elapsed_ms)
+        return result
+
+    @staticmethod
+    def settle(result: PutMessageResult, flush: PutMessageStatus, replica: PutMessageStatus) -> PutMessageResult:
+        """The answer of an appended put whose flush and replica waits ended with these statuses:
+        replication overrides the flush status, as in RocketMQ; a promise not kept says so."""
+        status = flush if replica is _PUT_OK else replica
+        return (result if status is _PUT_OK
+                else PutMessageResult(status, result.append_result, NOT_KEPT.get(status, "")))
 
     def async_put_message(self, msg: Message) -> Future:
         """Like ``asyncPutMessage``: appended now, in the caller's thread; a future of the result,
@@ -283,18 +322,19 @@ class PutPath:
             if result.status is _PUT_OK:
                 wait = PutWait(self, puts, item, result, begin)
                 if wait.submit():
-                    return wait.future
-            self.stats.record_put(item, result, (_perf() - begin) * 1000)
+                    return wait.future  # the services' answers finish the pipeline (PutWait)
+            self.record(item, result, begin, NULL_PUT_TRACE)
         finally:
             if not handed and (wait is None or not wait.submitted):
                 puts.end()
         return done_future(result)
 
     def _append_now(self, item, check, append, fast) -> PutMessageResult:
-        # the compiled append (checks + append, nothing else) when it takes the item; else the pure one
+        # the compiled append (checks + append, nothing else) when it takes the item; else the pipeline's
+        # first stages (an async put is traced only on the pool: its tracer here is the null one)
         result = fast(item) if fast is not None else None
         if result is None:
-            result = self.checks.check_store_status() or check(item)  # a refusal, or None: append
+            result = self.checked(item, check, NULL_PUT_TRACE)
             if result is None:
                 result = append(item)
         return result
@@ -326,12 +366,10 @@ class PutPath:
         replica = self.submit_replica(result, msg)  # before the flush wait: the two overlap
         req = self.submit_flush(result, msg, tr)
         status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
+        replica_status = _PUT_OK
         if replica is not _PUT_OK or tr.active:  # (nothing to wait for or to trace otherwise)
             replica_status = self.replica_status(replica, tr)
-            if replica_status is not _PUT_OK:
-                status = replica_status  # replication overrides the flush status, as in RocketMQ
-        return (result if status is _PUT_OK
-                else PutMessageResult(status, result.append_result, NOT_KEPT.get(status, "")))
+        return self.settle(result, status, replica_status)
 
     def submit_replica(self, result: PutMessageResult, msg, on_done=None):
         """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
