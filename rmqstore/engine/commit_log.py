@@ -341,22 +341,20 @@ class CommitLog:
             self.current_store_timestamp = store_ts
             if mf is None or mf.is_full():
                 mf = queue.get_last_mapped_file(0)
-                tr.new_file(queue, mf)
+                before = tr.new_file(queue, mf)
             else:
-                tr.file_found(mf)
+                before = tr.file_found(mf)
             if mf is None:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
                                         message=_create_failed("a commitlog file", queue))
-            before = tr.positions(mf)
             result = mf.append_message(enc, callback)
             if result.status is AppendMessageStatus.END_OF_FILE:
                 tr.blank(mf, result, before)
                 mf = queue.get_last_mapped_file(0)
-                tr.new_file(queue, mf)
+                before = tr.new_file(queue, mf)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
                                             _create_failed("the next commitlog file", queue))
-                before = tr.positions(mf)
                 result = mf.append_message(enc, callback)
             tr.appended(mf, result, before)
         finally:

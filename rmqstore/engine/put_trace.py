@@ -48,13 +48,7 @@ class NullPutTrace:
     active = False
     tracer: Any = None  # (the tracer observed; None: none)
 
-    def begin(self, item) -> None:
-        pass
-
-    def store_status(self, refusal) -> None:
-        pass
-
-    def message_checked(self, refusal) -> None:
+    def checked(self, item, store_refusal, message_refusal) -> None:
         pass
 
     def encoded(self, msg, enc) -> None:
@@ -63,13 +57,10 @@ class NullPutTrace:
     def lock_acquired(self, lock) -> None:
         pass
 
-    def file_found(self, mf) -> None:
-        pass
+    def file_found(self, mf) -> dict | None:
+        return None
 
-    def new_file(self, queue, mf) -> None:
-        pass
-
-    def positions(self, mf) -> dict | None:
+    def new_file(self, queue, mf) -> dict | None:
         return None
 
     def blank(self, mf, result, before) -> None:
@@ -137,17 +128,15 @@ class PutTrace(NullPutTrace):
         self.tracer = tracer
 
     # -- the put path: checks, encode, append under the lock ---------------------------------------
-    def begin(self, item) -> None:
+    def checked(self, item, store_refusal, message_refusal) -> None:
+        """The checks stage: the put begins, the store's state, and the message's check when that ran."""
         self.tracer.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
                           topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
-
-    def store_status(self, refusal) -> None:
-        self.tracer.event("check.store_status", status=refusal.status.name if refusal else "OK",
-                          message=refusal.message if refusal else "")
-
-    def message_checked(self, refusal) -> None:
-        self.tracer.event("check.message", status=refusal.status.name if refusal else "OK",
-                          message=refusal.message if refusal else "")
+        for stage, refusal in (("check.store_status", store_refusal), ("check.message", message_refusal)):
+            self.tracer.event(stage, status=refusal.status.name if refusal else "OK",
+                              message=refusal.message if refusal else "")
+            if refusal is not None:
+                return  # (refused by the store: the message was not checked)
 
     def encoded(self, msg, enc) -> None:
         if isinstance(enc, PutMessageResult):  # refused
@@ -160,16 +149,17 @@ class PutTrace(NullPutTrace):
     def lock_acquired(self, lock) -> None:
         self.tracer.event("lock.acquire", lock=type(lock).__name__)
 
-    def file_found(self, mf) -> None:
+    def file_found(self, mf) -> dict | None:
+        """The last file takes the append: its positions (also the append's ``before``)."""
         self.tracer.event("mapped_file.found", positions=file_positions(mf))
+        return file_positions(mf)
 
-    def new_file(self, queue, mf) -> None:
+    def new_file(self, queue, mf) -> dict | None:
+        """A new file takes the append (None: none could be made); its positions, as :meth:`file_found`."""
         svc = queue.allocate_service
         stage = "mapped_file.allocated" if svc is not None else "mapped_file.created"
         self.tracer.event(stage, positions=file_positions(mf),
                           by="AllocateMappedFileService" if svc is not None else "put thread")
-
-    def positions(self, mf) -> dict | None:
         return file_positions(mf)
 
     def blank(self, mf, result, before) -> None:

@@ -238,13 +238,10 @@ class PutPath:
 
     def checked(self, item, check, tr) -> PutMessageResult | None:
         """The checks: the store's state, then the item's (``check``); the refusal, or None."""
-        tr.begin(item)
-        result = self.checks.check_store_status()
-        tr.store_status(result)
-        if result is None:
-            result = check(item)
-            tr.message_checked(result)
-        return result
+        refusal = self.checks.check_store_status()
+        message_refusal = check(item) if refusal is None else None
+        tr.checked(item, refusal, message_refusal)
+        return refusal if refusal is not None else message_refusal
 
     def finish(self, result: PutMessageResult, item, begin: float, tr, clock=_perf) -> PutMessageResult:
         """After the append (or a refusal): wait for what the configuration promises, then record.
