@@ -271,9 +271,9 @@ class CommitLog:
     def _prepare(self, msg: Message):
         """Delay rewrite (not for replayed records); returns topic, queue id, properties."""
         topic, queue_id, props = msg.topic, msg.queue_id, msg.properties
-        if msg.store_timestamp is None and gets_queue_unit(msg.sys_flag):
+        if msg.store_timestamp is None:
             level = msg.delay_time_level
-            if level > 0:
+            if level > 0 and gets_queue_unit(msg.sys_flag):
                 pmap = string_to_properties(props)
                 if WAIT not in pmap and msg.wait_in_map is not None:  # the map's WAIT, out of the text
                     pmap[WAIT] = msg.wait_in_map
@@ -329,21 +329,21 @@ class CommitLog:
         tr = self.tracer
         lock.acquire()
         try:
-            tr.lock_acquired(lock)
-            if isinstance(enc, EncodedMessage) and enc.queue_offset is not None:
+            if enc.queue_offset is not None:  # a replayed record's (a batch has none)
                 refused = self._check_recorded_queue_offset(enc)
                 if refused is not None:
+                    tr.lock_acquired(lock)  # (else the file's boundary below says it, one hook for both)
                     return refused
             mf = queue.get_last_mapped_file()
             begin = self.clock()
             self.begin_time_in_lock = begin
-            store_ts = enc.store_timestamp if isinstance(enc, EncodedMessage) and enc.store_timestamp is not None else begin
+            store_ts = enc.store_timestamp if enc.store_timestamp is not None else begin  # (recorded: a replay's)
             self.current_store_timestamp = store_ts
             if mf is None or mf.is_full():
                 mf = queue.get_last_mapped_file(0)
-                before = tr.new_file(queue, mf)
+                before = tr.new_file(queue, mf, lock)
             else:
-                before = tr.file_found(mf)
+                before = tr.file_found(mf, lock)
             if mf is None:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
                                         message=_create_failed("a commitlog file", queue))
@@ -351,7 +351,7 @@ class CommitLog:
             if result.status is AppendMessageStatus.END_OF_FILE:
                 tr.blank(mf, result, before)
                 mf = queue.get_last_mapped_file(0)
-                before = tr.new_file(queue, mf)
+                before = tr.new_file(queue, mf, None)  # (the lock held since)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
                                             _create_failed("the next commitlog file", queue))

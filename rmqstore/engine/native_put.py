@@ -71,7 +71,7 @@ def make_putter(put_path, *, appender: bool = False):
         default_host=cl.encoder.default_store_host, addr_cache=cl.encoder.addr_cache,
         wakeup=None if waits or appender or service is None else service.wakeup,
         finish=appended if appender else partial(finish_waits, put_path) if waits else None,
-        next_file=cl.next_file_for_put, record=put_path.stats.record, slave_role=BrokerRole.SLAVE,
+        next_file=cl.next_file_for_put, record=put_path.stats.record_put, slave_role=BrokerRole.SLAVE,
         null_tracer=NULL_PUT_TRACE,
         types=(Message, MessageBatch, BatchItem, Address, AppendMessageResult, PutMessageResult),
         statuses=(_PUT_OK, AppendMessageStatus.PUT_OK, AppendMessageStatus.END_OF_FILE,

@@ -57,10 +57,10 @@ class NullPutTrace:
     def lock_acquired(self, lock) -> None:
         pass
 
-    def file_found(self, mf) -> dict | None:
+    def file_found(self, mf, lock) -> dict | None:
         return None
 
-    def new_file(self, queue, mf) -> dict | None:
+    def new_file(self, queue, mf, lock) -> dict | None:
         return None
 
     def blank(self, mf, result, before) -> None:
@@ -149,13 +149,18 @@ class PutTrace(NullPutTrace):
     def lock_acquired(self, lock) -> None:
         self.tracer.event("lock.acquire", lock=type(lock).__name__)
 
-    def file_found(self, mf) -> dict | None:
-        """The last file takes the append: its positions (also the append's ``before``)."""
+    def file_found(self, mf, lock) -> dict | None:
+        """The put lock taken (``lock``) and the last file takes the append: its positions (also the
+        append's ``before``).  One hook for the two events: an untraced put makes one call."""
+        self.lock_acquired(lock)
         self.tracer.event("mapped_file.found", positions=file_positions(mf))
         return file_positions(mf)
 
-    def new_file(self, queue, mf) -> dict | None:
-        """A new file takes the append (None: none could be made); its positions, as :meth:`file_found`."""
+    def new_file(self, queue, mf, lock) -> dict | None:
+        """A new file takes the append (None: none could be made); its positions, as :meth:`file_found`.
+        ``lock``: the put lock just taken, as there; None after a blank (the lock held since)."""
+        if lock is not None:
+            self.lock_acquired(lock)
         svc = queue.allocate_service
         stage = "mapped_file.allocated" if svc is not None else "mapped_file.created"
         self.tracer.event(stage, positions=file_positions(mf),

@@ -7,7 +7,7 @@ RocketMQ's ``DefaultMessageStore#asyncPutMessage`` and ``CommitLog#handleDiskFlu
    (:mod:`rmqstore.engine.store_checks`); a refusal skips to the record;
 2. **encode + append**: the commit log encodes outside the put lock and appends under it
    (:mod:`rmqstore.engine.commit_log`);
-3. **wait** for what the configuration promises (:meth:`PutPath.wait_flush_and_replica`):
+3. **wait** for what the configuration promises (:meth:`PutPath.finish`):
 
    * with SYNC_FLUSH and a message that waits for its store, a group-commit request is handed
      to the flush service and waited on (FLUSH_DISK_TIMEOUT when it does not come in time);
@@ -66,6 +66,7 @@ __all__ = ["PutPath", "StoreStats"]
 log = logging.getLogger(__name__)
 
 _PUT_OK = PutMessageStatus.PUT_OK
+_ITEMS = (Message, MessageBatch)  # what a put takes (anything else was refused and is counted as topic "?")
 
 
 
@@ -93,28 +94,28 @@ class StoreStats:
         self.put_message_failed_times = 0
         self.put_message_entire_time_max = 0.0  # ms
         self.put_message_distribute_time = [0] * 7  # <=0ms, 0-10, 10-50, 50-100, 100-200, 200-500, >500
-        self.status_counts: dict[str, int] = {}
+        self.put_ok_count = 0  # the puts answered PUT_OK (as the compiled put counts its own: a number, no name)
+        self.status_counts: dict[str, int] = {}  # the other answers by status name
 
-    def record(self, topic: str, result: PutMessageResult, elapsed_ms: float, msg_num: int = 1) -> None:
+    def record_put(self, topic: str, result: PutMessageResult, elapsed_ms: float) -> None:
+        """Count one put of ``topic`` answered ``result`` after ``elapsed_ms`` (a stored batch: all its
+        messages): the pipeline's last stage (:meth:`PutPath.record`), and a compiled put's refusal."""
+        status = result.status
         with self._lock:
-            if result.status is _PUT_OK:
-                self.put_message_times_total[topic] = self.put_message_times_total.get(topic, 0) + msg_num
-                self.put_message_size_total[topic] = (self.put_message_size_total.get(topic, 0)
-                                                      + result.append_result.wrote_bytes)
+            if status is _PUT_OK:
+                ar = result.append_result
+                times, sizes = self.put_message_times_total, self.put_message_size_total
+                times[topic] = times.get(topic, 0) + ar.msg_num
+                sizes[topic] = sizes.get(topic, 0) + ar.wrote_bytes
+                self.put_ok_count += 1
             else:
                 self.put_message_failed_times += 1
-            name = result.status.name
-            self.status_counts[name] = self.status_counts.get(name, 0) + 1
+                name = status.name
+                self.status_counts[name] = self.status_counts.get(name, 0) + 1
             if elapsed_ms > self.put_message_entire_time_max:
                 self.put_message_entire_time_max = elapsed_ms
             i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
             self.put_message_distribute_time[i] += 1
-
-    def record_put(self, item, result: PutMessageResult, elapsed_ms: float) -> None:
-        """Count one put of ``item`` (a message or a batch; anything else is topic "?"): every put the
-        Python side answers is counted here, the compiled put's own in its counters."""
-        self.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result, elapsed_ms,
-                    result.append_result.msg_num if result.status is _PUT_OK else 1)
 
     def snapshot(self) -> dict:
         native = self.native() if self.native is not None else None
@@ -122,6 +123,7 @@ class StoreStats:
             times = dict(self.put_message_times_total)
             sizes = dict(self.put_message_size_total)
             status_counts = dict(self.status_counts)
+            ok = self.put_ok_count
             dist = list(self.put_message_distribute_time)
             time_max = self.put_message_entire_time_max
             failed = self.put_message_failed_times
@@ -130,10 +132,11 @@ class StoreStats:
                 times[topic] = times.get(topic, 0) + n
             for topic, n in native["sizes"].items():
                 sizes[topic] = sizes.get(topic, 0) + n
-            if native["ok"]:
-                status_counts["PUT_OK"] = status_counts.get("PUT_OK", 0) + native["ok"]
+            ok += native["ok"]
             dist = [a + b for a, b in zip(dist, native["dist"])]
             time_max = max(time_max, native["max_ms"])
+        if ok:
+            status_counts["PUT_OK"] = ok
         return {
             "putMessageTimesTotal": sum(times.values()),
             "putMessageSizeTotal": sum(sizes.values()),
@@ -246,16 +249,24 @@ class PutPath:
     def finish(self, result: PutMessageResult, item, begin: float, tr, clock=_perf) -> PutMessageResult:
         """After the append (or a refusal): wait for what the configuration promises, then record.
 
-        ``begin`` is the put's start on ``clock`` (the compiled put's is ``time.monotonic``)."""
+        RocketMQ's ``handleDiskFlush`` and ``handleHA``: the replica request is made *before* the flush
+        wait so the two overlap, and :meth:`settle` answers.  ``begin`` is the put's start on ``clock``
+        (the compiled put's is ``time.monotonic``)."""
         if result.status is _PUT_OK:
-            result = self.wait_flush_and_replica(result, item)
+            replica = self.submit_replica(result, item)
+            req = self.submit_flush(result, item, tr)
+            flush = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
+            if replica is not _PUT_OK or tr.active:  # (nothing to wait for or to trace otherwise)
+                replica = self.replica_status(replica, tr)
+            if flush is not _PUT_OK or replica is not _PUT_OK:  # (a promise not kept: settle answers)
+                result = self.settle(result, flush, replica)
         return self.record(item, result, begin, tr, clock)
 
     def record(self, item, result: PutMessageResult, begin: float, tr, clock=_perf) -> PutMessageResult:
         """The last stage: the put's end for the tracer and its count in the statistics; the result."""
         elapsed_ms = (clock() - begin) * 1000
         tr.end(result, elapsed_ms)
-        self.stats.record_put(item, result, elapsed_ms)
+        self.stats.record_put(item.topic if isinstance(item, _ITEMS) else "?", result, elapsed_ms)
         return result
 
     @staticmethod
@@ -357,16 +368,6 @@ class PutPath:
             tr.flush_wakeup("async_wakeup")
             self.flush_service.wakeup()
         return None
-
-    def wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
-        tr = self.commit_log.tracer
-        replica = self.submit_replica(result, msg)  # before the flush wait: the two overlap
-        req = self.submit_flush(result, msg, tr)
-        status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
-        replica_status = _PUT_OK
-        if replica is not _PUT_OK or tr.active:  # (nothing to wait for or to trace otherwise)
-            replica_status = self.replica_status(replica, tr)
-        return self.settle(result, status, replica_status)
 
     def submit_replica(self, result: PutMessageResult, msg, on_done=None):
         """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""

@@ -83,3 +83,28 @@ def test_an_untraced_store_holds_the_null_tracer_and_takes_the_compiled_put(tmp_
         assert store.commit_log.tracer is NULL_PUT_TRACE and store.put_path.putter.put(msg) is not None
     finally:
         store.shutdown()
+
+
+@pytest.mark.parametrize("flush", ["ASYNC_FLUSH", "SYNC_FLUSH"])
+def test_an_untraced_pure_put_calls_one_hook_a_stage_boundary(tmp_path, monkeypatch, flush):
+    """The checks, the encoding, the lock taken with its file, the append, the lock released, the flush request and
+    the put's end: one no-op call each; the lock taken and the file that takes the append are one boundary."""
+    from rmqstore.engine.put_trace import NullPutTrace
+
+    calls = []
+    for name, hook in vars(NullPutTrace).items():
+        if callable(hook) and not name.startswith("_"):
+            monkeypatch.setattr(NullPutTrace, name, lambda self, *a, _n=name, _h=hook: calls.append(_n) or _h(self, *a))
+    store = MessageStore(tmp_path, StoreConfig(mapped_file_size_commit_log=65536, flush_disk_type=flush, native=False))
+    store.start()
+    try:
+        assert store.put_message(Message("HookTopic", b"x", queue_id=0)).ok  # the first file made
+        del calls[:]
+        assert store.put_message(Message("HookTopic", b"y", queue_id=0)).ok
+    finally:
+        store.shutdown()
+    services = ("flush", "commit", "group_commit_swap", "group_commit_wake",  # (the other threads' hooks)
+                "queue_max", "dispatched", "dispatch_skipped", "indexed")
+    put_thread = [c for c in calls if c not in services]
+    flush_request = "group_commit_request" if flush == "SYNC_FLUSH" else "flush_wakeup"
+    assert put_thread == ["checked", "encoded", "file_found", "appended", "lock_released", flush_request, "end"]
