@@ -81,6 +81,8 @@ class BrokerProcess:
                                       "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         broker_line, ns_line = self.proc.stdout.readline(), self.proc.stdout.readline()
+        while ns_line and not ns_line.startswith("name server listening on "):  # (the HA port's line first)
+            ns_line = self.proc.stdout.readline()
         self.port = int(broker_line.split("listening on 127.0.0.1:")[1].split(",")[0])
         self.namesrv = ns_line.split("listening on ")[1].strip()
 
@@ -217,7 +219,8 @@ def layer_costs(n: int) -> dict:
     h = Header({"properties": cmd.ext_fields["i"]})
     t0 = time.perf_counter()
     for _ in range(n):
-        Message("LayerTopic", cmd.body, 1, 0, proc._properties(h.str("properties")), 0, 1, ("127.0.0.1", 5555))
+        text, wait = proc._properties(h.str("properties"))  # (the stored text, WAIT taken out)
+        Message("LayerTopic", cmd.body, 1, 0, text, 0, 1, ("127.0.0.1", 5555), wait_in_map=wait)
     build_us = (time.perf_counter() - t0) / n * 1e6
     return {"frame_decode_us": decode_us, "response_encode_us": encode_us, "message_build_us": build_us}
 

@@ -60,6 +60,7 @@ from .engine.ha import HAService
 from .engine.store_checks import TOPIC_PATTERN, PutChecks
 from .files.store_lock import StoreLock
 from .files.store_paths import abort_path, commitlog_dir
+from .engine.put_trace import put_trace
 from .engine.store_put import PutPath, StoreStats
 
 __all__ = ["MessageStore", "StoreStats", "TOPIC_PATTERN", "open_store"]
@@ -145,12 +146,13 @@ class MessageStore:
 
     @property
     def tracer(self):
-        """The put-path tracer (see :mod:`rmqstore.common.trace`); one attribute shared by every service."""
-        return self.commit_log.tracer
+        """The put-path tracer (see :mod:`rmqstore.common.trace`), or None; every service reads it, as
+        the commit log's observer of it (:mod:`rmqstore.engine.put_trace`)."""
+        return self.commit_log.tracer.tracer
 
     @tracer.setter
     def tracer(self, value) -> None:
-        self.commit_log.tracer = value
+        self.commit_log.tracer = put_trace(value)
 
     # -- the dispatcher's parts, as the store's (rmqstore.engine.dispatch.Dispatcher) ---------------
     @property

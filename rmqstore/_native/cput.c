@@ -95,7 +95,7 @@ static const char *PUT_SLOTS[P_COUNT] = {"status", "append_result", "message"};
 typedef struct {
     PyObject_HEAD
     PyObject *store, *commit_log, *queue, *good_topics, *acquire, *release, *clock, *default_host,
-        *addr_cache, *wakeup, *finish, *next_file, *slave_role, *record, *counts, *config, *last_key, *table,
+        *addr_cache, *wakeup, *finish, *next_file, *slave_role, *null_tracer, *record, *counts, *config, *last_key, *table,
         *last_mf, *last_mapped;
     long long last_from;
     PyTypeObject *msg_type, *batch_type, *item_type, *addr_type, *append_type, *put_type;
@@ -278,7 +278,8 @@ static int has_delay(const char *p, Py_ssize_t n)
     return 0;
 }
 
-/* the store's state as check_store_status sees it, and no tracer: 1 when a native put may run */
+/* the store's state as check_store_status sees it, and no tracer (the commit log's tracer is the null one,
+ * rmqstore.engine.put_trace.NULL_PUT_TRACE): 1 when a native put may run */
 static long long store_clock(Putter *self, int *err);
 
 static int store_open(Putter *self)
@@ -307,7 +308,7 @@ static int store_open(Putter *self)
     v = PyObject_GetAttr(self->commit_log, s_tracer);
     if (v == NULL)
         return -1;
-    int traced = v != Py_None;
+    int traced = v != self->null_tracer;  /* the engine's null tracer, one object: an identity test */
     Py_DECREF(v);
     if (traced)
         return 0;
@@ -1128,7 +1129,7 @@ done:
 /* -- the type ------------------------------------------------------------------------------------ */
 
 #define PUTTER_OBJECTS(X) X(store) X(commit_log) X(queue) X(good_topics) X(acquire) X(release) X(clock) \
-    X(default_host) X(addr_cache) X(wakeup) X(finish) X(next_file) X(slave_role) X(record) X(counts) \
+    X(default_host) X(addr_cache) X(wakeup) X(finish) X(next_file) X(slave_role) X(null_tracer) X(record) X(counts) \
     X(put_ok) X(append_ok) X(end_of_file) X(unknown_error) X(empty) X(zero) X(config) X(last_key) X(table) X(last_mf) X(last_mapped)
 #define PUTTER_TYPES(X) X(msg_type) X(batch_type) X(item_type) X(addr_type) X(append_type) X(put_type)
 
@@ -1169,13 +1170,13 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kw)
 {
     static char *kwlist[] = {"store", "commit_log", "queue", "good_topics", "acquire", "release", "clock",
                              "default_host", "addr_cache", "wakeup", "finish", "next_file", "record",
-                             "slave_role", "types", "statuses", "max_message_size", "max_record_size",
+                             "slave_role", "null_tracer", "types", "statuses", "max_message_size", "max_record_size",
                              "file_size", "max_batch", NULL};
     PyObject *types, *statuses;
-    PyObject *o[14];
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO!OOOOO!OOOOOO!O!LLLL:Putter", kwlist, &o[0], &o[1], &o[2],
+    PyObject *o[15];
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO!OOOOO!OOOOOOO!O!LLLL:Putter", kwlist, &o[0], &o[1], &o[2],
                                      &PyDict_Type, &o[3], &o[4], &o[5], &o[6], &o[7], &PyDict_Type, &o[8], &o[9],
-                                     &o[10], &o[11], &o[12], &o[13], &PyTuple_Type, &types, &PyTuple_Type,
+                                     &o[10], &o[11], &o[12], &o[13], &o[14], &PyTuple_Type, &types, &PyTuple_Type,
                                      &statuses, &self->max_message_size, &self->max_record_size, &self->file_size,
                                      &self->max_batch))
         return -1;
@@ -1193,10 +1194,11 @@ static int Putter_init(Putter *self, PyObject *args, PyObject *kw)
         return -1;
     }
     Putter_clear(self);
-    PyObject **dst[14] = {&self->store, &self->commit_log, &self->queue, &self->good_topics, &self->acquire,
+    PyObject **dst[15] = {&self->store, &self->commit_log, &self->queue, &self->good_topics, &self->acquire,
                           &self->release, &self->clock, &self->default_host, &self->addr_cache, &self->wakeup,
-                          &self->finish, &self->next_file, &self->record, &self->slave_role};
-    for (int i = 0; i < 14; i++)
+                          &self->finish, &self->next_file, &self->record, &self->slave_role,
+                          &self->null_tracer};
+    for (int i = 0; i < 15; i++)
         *dst[i] = Py_NewRef(o[i]);
     PyTypeObject **tdst[6] = {&self->msg_type, &self->batch_type, &self->item_type, &self->addr_type,
                               &self->append_type, &self->put_type};

@@ -27,7 +27,7 @@ go the same way:
    limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:
    its refusal (MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED) becomes MESSAGE_ILLEGAL here.
 
-With a ``tracer`` set (:mod:`rmqstore.common.trace`, off by default), every check is an event
+With a ``tracer`` set (:mod:`rmqstore.common.trace`; off, the null tracer drops them), every check is an event
 ``send.check.<name>`` with its outcome (``status`` OK or the refusing response code, and the
 remark), followed by ``send.message`` (the inner message as it goes to the store) and
 ``send.response``; :func:`rmqstore.broker.recording.record_send` puts them in one trace with the frame's
@@ -40,6 +40,7 @@ import asyncio
 import logging
 import random
 
+from ..common.trace import NULL_TRACER
 from ..format.message import Message, MessageBatch
 from ..format.properties import CLUSTER, WAIT, properties_to_string, string_to_properties
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
@@ -82,8 +83,9 @@ def _queues(config) -> dict:
 class SendMessageProcessor:
     def __init__(self, broker):
         self.broker = broker
-        #: a tracer (:mod:`rmqstore.common.trace`) seeing each check, the inner message and the response; None: off
-        self.tracer = None
+        #: a tracer (:mod:`rmqstore.common.trace`) seeing each check, the inner message and the response;
+        #: off: the null tracer, whose ``event`` does nothing
+        self.tracer = NULL_TRACER
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -100,18 +102,15 @@ class SendMessageProcessor:
                 return await self._send_batch(conn, req, h, topic, queue_id)
             return await self._send_one(conn, req, h, topic, queue_id)
         except _Refused as refused:
-            if self.tracer is not None:
-                self.tracer.event("send.response", status="REFUSED", code=int(refused.code),
-                                  code_name=_name(refused.code), remark=refused.remark)
+            self.tracer.event("send.response", status="REFUSED", code=int(refused.code),
+                              code_name=_name(refused.code), remark=refused.remark)
             return req.response(refused.code, refused.remark)
 
     # -- checks ----------------------------------------------------------------------------------
     def _step(self, stage: str, refusal: "_Refused | None", **fields) -> None:
-        """One check's outcome: an event for the tracer (if any), raised when it refuses."""
-        tr = self.tracer
-        if tr is not None:
-            tr.event(stage, status="OK" if refusal is None else _name(refusal.code),
-                     remark="" if refusal is None else refusal.remark, **fields)
+        """One check's outcome: an event for the tracer, raised when it refuses."""
+        self.tracer.event(stage, status="OK" if refusal is None else _name(refusal.code),
+                          remark="" if refusal is None else refusal.remark, **fields)
         if refusal is not None:
             raise refusal
 
@@ -130,9 +129,8 @@ class SendMessageProcessor:
             ResponseCode.NO_PERMISSION, f"Sending message to topic[{topic}] is forbidden.")
             if topic in NOT_ALLOWED_SEND_TOPICS else None, topic=topic, forbidden=len(NOT_ALLOWED_SEND_TOPICS))
         config = topics.select(topic)
-        if self.tracer is not None:
-            self.tracer.event("send.check.topic_config", status="OK" if config else "NOT_FOUND", remark="",
-                              topic=topic, found=config is not None, **_queues(config))
+        self.tracer.event("send.check.topic_config", status="OK" if config else "NOT_FOUND", remark="",
+                          topic=topic, found=config is not None, **_queues(config))
         if config is None:
             default = h.str("defaultTopic", "")
             config = topics.create_in_send(topic, default, h.int("defaultTopicQueueNums", 4, 32))
@@ -152,8 +150,7 @@ class SendMessageProcessor:
         self._step("send.check.queue_id", refusal, queue_id=queue_id, limit=limit)
         if queue_id < 0:
             queue_id = random.randrange(config.write_queue_nums)
-            if self.tracer is not None:
-                self.tracer.event("send.queue_picked", queue_id=queue_id, write_queue_nums=config.write_queue_nums)
+            self.tracer.event("send.queue_picked", queue_id=queue_id, write_queue_nums=config.write_queue_nums)
         self._step("send.check.topic_permission", None if is_writeable(config.perm) else _Refused(
             ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"), perm=config.perm)
         return topic, queue_id, config
@@ -169,9 +166,8 @@ class SendMessageProcessor:
         max_times = h.int("maxReconsumeTimes", config.retry_max_times, 32)
         times = h.int("reconsumeTimes", 0, 32)
         to_dlq = times >= max_times
-        if self.tracer is not None:
-            self.tracer.event("send.retry_or_dlq", topic=topic, reconsume_times=times, max_reconsume_times=max_times,
-                              to=DLQ_GROUP_TOPIC_PREFIX + group if to_dlq else topic)
+        self.tracer.event("send.retry_or_dlq", topic=topic, reconsume_times=times, max_reconsume_times=max_times,
+                          to=DLQ_GROUP_TOPIC_PREFIX + group if to_dlq else topic)
         if not to_dlq:
             return topic, queue_id
         dlq = DLQ_GROUP_TOPIC_PREFIX + group
@@ -197,10 +193,9 @@ class SendMessageProcessor:
         half = msg.get_property(TRANSACTION_PREPARED) == "true"
         if half:
             msg = half_message(msg)  # parked in the half topic until END_TRANSACTION (.transaction)
-        if self.tracer is not None:
-            self.tracer.event("send.message", topic=msg.topic, queue_id=msg.queue_id, body_size=len(msg.body),
-                              properties_sent=props_text, properties=msg.properties, half=half,
-                              born_host=msg.born_host, sys_flag=msg.sys_flag)
+        self.tracer.event("send.message", topic=msg.topic, queue_id=msg.queue_id, body_size=len(msg.body),
+                          properties_sent=props_text, properties=msg.properties, half=half,
+                          born_host=msg.born_host, sys_flag=msg.sys_flag)
         result = await asyncio.wrap_future(self.broker.store.async_put_message(msg))
         self.broker.stats.count_sent(self.broker.store, msg, result)
         return self._response(req, result, queue_id)
@@ -216,10 +211,9 @@ class SendMessageProcessor:
                              properties=self._properties(h.str("properties", ""))[0],
                              born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
                              reconsume_times=h.int("reconsumeTimes", 0, 32))
-        if self.tracer is not None:
-            self.tracer.event("send.message", topic=topic, queue_id=queue_id, batch=len(items),
-                              body_size=sum(len(i.body) for i in items), properties=batch.properties,
-                              born_host=batch.born_host)
+        self.tracer.event("send.message", topic=topic, queue_id=queue_id, batch=len(items),
+                          body_size=sum(len(i.body) for i in items), properties=batch.properties,
+                          born_host=batch.born_host)
         result = await asyncio.wrap_future(self.broker.store.async_put_messages(batch))
         self.broker.stats.count_sent(self.broker.store, batch, result)
         return self._response(req, result, queue_id)
@@ -230,8 +224,7 @@ class SendMessageProcessor:
         ar = result.append_result
         if ar is not None and ar.ok:
             ext.update(msgId=ar.msg_id, queueId=queue_id, queueOffset=ar.logics_offset)
-        if self.tracer is not None:
-            self.tracer.event("send.response", status=result.status.name, code=int(code),
-                              code_name=_name(code), remark=remark or "", **{
-                                  k: v for k, v in ext.items() if k in ("msgId", "queueId", "queueOffset")})
+        self.tracer.event("send.response", status=result.status.name, code=int(code),
+                          code_name=_name(code), remark=remark or "", **{
+                              k: v for k, v in ext.items() if k in ("msgId", "queueId", "queueOffset")})
         return req.response(code, remark, ext)

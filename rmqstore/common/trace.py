@@ -3,10 +3,11 @@
 A tracer is anything with an ``event(stage, **fields)`` method.  Where it is read:
 
 * the store: ``store.tracer`` is a property over ``store.commit_log.tracer`` -- the one
-  attribute every store service reads.  The commitlog's put path, the flush and commit
+  attribute every store service reads, which holds the engine's observer of the tracer
+  (:mod:`rmqstore.engine.put_trace`).  The commitlog's put path, the flush and commit
   services (through ``commit_log.tracer``), the put's flush/replica wait, the reput
-  thread's dispatch (``Dispatcher.dispatch`` reads ``commit_log.tracer``) and the HA group
-  transfer service (through a ``lambda: store.tracer``) all look there.  The allocate
+  thread's dispatch (``Dispatcher.dispatch`` reads ``commit_log.tracer``) and the HA push and
+  group transfer service all look there.  The allocate
   service holds no tracer: a new
   file shows up as ``mapped_file.allocated`` from the put thread that received it, and the
   reput service holds none either.
@@ -14,8 +15,13 @@ A tracer is anything with an ``event(stage, **fields)`` method.  Where it is rea
   a wire tap in ``broker.server.frame_recorder`` (each request frame as the connection's
   decoder cut it).  :func:`rmqstore.broker.recording.trace_broker` sets the three and restores them.
 
-Every hook is a single ``if tracer is not None`` test, so an untraced store or broker pays
-one attribute load per hook.
+Tracing is an observer at the stage boundaries, as h11 emits events: the code calls a hook
+at each boundary and never asks whether anyone listens.  Off, the hook's owner holds a null
+tracer whose every hook is a no-op -- :data:`NULL_TRACER` here (the broker's send processor),
+:data:`rmqstore.engine.put_trace.NULL_PUT_TRACE` in the engine, whose hooks take the raw
+objects (the mapped file, the result) so that an untraced put computes none of an event's
+fields.  ``active`` says which is which, for the two decisions that hang on it: the compiled
+put and the compiled dispatch run only with no tracer (a trace shows the Python stages).
 
 Events carry the positions of the files they touched *before and after*
 (``wrote``/``committed``/``flushed`` of the mapped file), byte ranges written (with the
@@ -71,7 +77,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-__all__ = ["RecordingTracer", "file_positions", "STAGES", "WIRE_STAGES", "SEND_STAGES", "PutPathTrace"]
+__all__ = ["NullTracer", "NULL_TRACER", "RecordingTracer", "file_positions", "STAGES", "WIRE_STAGES", "SEND_STAGES", "PutPathTrace"]
 
 STAGES = (
     "put.begin", "check.store_status", "check.message", "encode", "lock.acquire",
@@ -98,8 +104,23 @@ def file_positions(mf) -> dict | None:
             "flushed": mf.flushed_position, "size": mf.file_size, "write_buffer": mf.write_buffer is not None}
 
 
+class NullTracer:
+    """No tracer: every event is dropped (``active`` False).  Use the one :data:`NULL_TRACER`."""
+
+    active = False
+
+    def event(self, stage: str, **fields) -> None:
+        pass
+
+
+#: the tracer of an untraced broker (one object, so "not traced" is an identity test)
+NULL_TRACER = NullTracer()
+
+
 class RecordingTracer:
     """Keeps every event as a dict: ``seq``, ``t_ns`` (monotonic), ``thread``, ``stage``, fields."""
+
+    active = True
 
     def __init__(self, stages: set[str] | None = None):
         self.events: list[dict] = []

@@ -27,6 +27,7 @@ from time import perf_counter as _perf
 
 from ..common.config import BrokerRole
 from .flush import GroupCommitRequest
+from .put_trace import NULL_PUT_TRACE
 from ..format.status import PutMessageResult, PutMessageStatus
 
 __all__ = ["AsyncPuts", "PutWait", "NOT_KEPT", "done_future"]
@@ -186,14 +187,14 @@ class PutWait:
         """Hand the waits to the services; False when there is nothing to wait for."""
         put_path = self.put_path
         if put_path.config.broker_role is not BrokerRole.SYNC_MASTER:  # the flush alone answers: no count
-            self.flush = put_path.submit_flush(self.result, self.item, None, self._finish)
+            self.flush = put_path.submit_flush(self.result, self.item, NULL_PUT_TRACE, self._finish)
             self.submitted = self.flush is not None
             return self.submitted
         self.replica_begin = _perf()
         self.replica = put_path.submit_replica(self.result, self.item, self._answered)
         if isinstance(self.replica, PutMessageStatus):
             self._left -= 1  # (no request made: nobody else touches the count yet)
-        self.flush = put_path.submit_flush(self.result, self.item, None, self._answered)
+        self.flush = put_path.submit_flush(self.result, self.item, NULL_PUT_TRACE, self._answered)
         if self.flush is None:
             self._answered(None)
         if self.flush is None and isinstance(self.replica, PutMessageStatus) and self.replica is _PUT_OK:
@@ -213,14 +214,10 @@ class PutWait:
         put_path = self.put_path
         try:
             status = self.flush.status if self.flush is not None else _PUT_OK
+            replica_status = _PUT_OK
             if self.replica is not _PUT_OK:  # a SYNC_MASTER put
-                replica_status = put_path.replica_status(self.replica, None, self.replica_begin)
-                if replica_status is not _PUT_OK:
-                    status = replica_status  # replication overrides the flush status, as in RocketMQ
-            result = self.result
-            if status is not _PUT_OK:
-                result = PutMessageResult(status, result.append_result, NOT_KEPT.get(status, ""))
-            put_path.stats.record_put(self.item, result, (_perf() - self.begin) * 1000)
-            self.future.set_result(result)
+                replica_status = put_path.replica_status(self.replica, NULL_PUT_TRACE, self.replica_begin)
+            result = put_path.settle(self.result, status, replica_status)
+            self.future.set_result(put_path.record(self.item, result, self.begin, NULL_PUT_TRACE))
         finally:
             self.puts.end()

@@ -50,7 +50,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from ..format.layout import BLANK_MAGIC_CODE, BLANK_RECORD, END_FILE_MIN_BLANK_LENGTH, QUEUE_OFFSET_POSITION, \
     message_fields_struct
@@ -59,7 +59,7 @@ from ..format.message import Message, MessageBatch
 from ..format.message_encoder import EncodedBatch, EncodedMessage, MessageEncoder
 from ..format.properties import DELAY, REAL_QID, REAL_TOPIC, WAIT, string_to_properties, properties_to_string
 from ..format.record import Address, socket_address
-from ..common.trace import file_positions
+from .put_trace import NULL_PUT_TRACE, NullPutTrace
 from ..format.status import AppendMessageResult, AppendMessageStatus, PutMessageResult, PutMessageStatus
 from ..format.sysflag import TRANSACTION_NOT_TYPE, gets_queue_unit, transaction_value
 
@@ -235,11 +235,11 @@ class CommitLog:
         self.append_callback = DefaultAppendMessageCallback(self)
         self.current_store_timestamp = 0
         self.begin_time_in_lock = 0
-        self.flush_manager = None  # set by the store: handles flush requests after a put
         #: delay level -> ms (``messageDelayLevel``): the delay rewrite's, and dispatch's tags codes
         self.delay_levels = config.delay_level_table()
         self.max_delay_level = max(self.delay_levels) if self.delay_levels else 0
-        self.tracer: Any = None
+        #: the engine's tracer (:mod:`rmqstore.engine.put_trace`): every stage boundary calls one of its hooks
+        self.tracer: NullPutTrace = NULL_PUT_TRACE
         #: called with a reason when a flush or commit service fails (the store stops taking puts)
         self.on_io_error: Callable[[str], None] | None = None
 
@@ -271,9 +271,9 @@ class CommitLog:
     def _prepare(self, msg: Message):
         """Delay rewrite (not for replayed records); returns topic, queue id, properties."""
         topic, queue_id, props = msg.topic, msg.queue_id, msg.properties
-        if msg.store_timestamp is None and gets_queue_unit(msg.sys_flag):
+        if msg.store_timestamp is None:
             level = msg.delay_time_level
-            if level > 0:
+            if level > 0 and gets_queue_unit(msg.sys_flag):
                 pmap = string_to_properties(props)
                 if WAIT not in pmap and msg.wait_in_map is not None:  # the map's WAIT, out of the text
                     pmap[WAIT] = msg.wait_in_map
@@ -301,20 +301,10 @@ class CommitLog:
     def put_message(self, msg: Message) -> PutMessageResult:
         """Append one message; the result says where (flush/replication not yet awaited)."""
         enc = self.encode(msg)
-        if self.tracer is not None:
-            self._trace_encode(msg, enc)
+        self.tracer.encoded(msg, enc)
         if isinstance(enc, PutMessageResult):
             return enc
         return self.append_encoded(enc)
-
-    def _trace_encode(self, msg, enc) -> None:
-        if isinstance(enc, PutMessageResult):
-            self.tracer.event("encode", status=enc.status.name, message=enc.message)
-            return
-        rewritten = enc.topic_queue_key != (msg.topic, msg.queue_id)
-        self.tracer.event("encode", status="OK", length=enc.length, topic=enc.topic_queue_key[0],
-                          queue_id=enc.topic_queue_key[1], delay_rewrite=rewritten,
-                          outside_lock=True)
 
     def put_messages(self, batch: MessageBatch) -> PutMessageResult:
         if transaction_value(batch.sys_flag) != TRANSACTION_NOT_TYPE:
@@ -339,49 +329,38 @@ class CommitLog:
         tr = self.tracer
         lock.acquire()
         try:
-            if tr is not None:
-                tr.event("lock.acquire", lock=type(lock).__name__)
-            if isinstance(enc, EncodedMessage) and enc.queue_offset is not None:
+            if enc.queue_offset is not None:  # a replayed record's (a batch has none)
                 refused = self._check_recorded_queue_offset(enc)
                 if refused is not None:
+                    tr.lock_acquired(lock)  # (else the file's boundary below says it, one hook for both)
                     return refused
             mf = queue.get_last_mapped_file()
             begin = self.clock()
             self.begin_time_in_lock = begin
-            store_ts = enc.store_timestamp if isinstance(enc, EncodedMessage) and enc.store_timestamp is not None else begin
+            store_ts = enc.store_timestamp if enc.store_timestamp is not None else begin  # (recorded: a replay's)
             self.current_store_timestamp = store_ts
             if mf is None or mf.is_full():
                 mf = queue.get_last_mapped_file(0)
-                if tr is not None:
-                    self._trace_new_file(tr, mf)
-            elif tr is not None:
-                tr.event("mapped_file.found", positions=file_positions(mf))
+                before = tr.new_file(queue, mf, lock)
+            else:
+                before = tr.file_found(mf, lock)
             if mf is None:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED,
                                         message=_create_failed("a commitlog file", queue))
-            before = file_positions(mf) if tr is not None else None
             result = mf.append_message(enc, callback)
             if result.status is AppendMessageStatus.END_OF_FILE:
-                if tr is not None:
-                    tr.event("append.blank", offset=result.wrote_offset, size=result.wrote_bytes,
-                             header=(result.wrote_offset, result.wrote_offset + 8),
-                             before=before, after=file_positions(mf))
-                    tr.event("append.retry", reason="END_OF_FILE: the record does not fit; next file")
+                tr.blank(mf, result, before)
                 mf = queue.get_last_mapped_file(0)
-                if tr is not None:
-                    self._trace_new_file(tr, mf)
+                before = tr.new_file(queue, mf, None)  # (the lock held since)
                 if mf is None:
                     return PutMessageResult(PutMessageStatus.CREATE_MAPEDFILE_FAILED, result,
                                             _create_failed("the next commitlog file", queue))
-                before = file_positions(mf) if tr is not None else None
                 result = mf.append_message(enc, callback)
-            if tr is not None:
-                self._trace_append(tr, mf, result, before)
+            tr.appended(mf, result, before)
         finally:
             self.begin_time_in_lock = 0  # also on the early returns (RocketMQ resets it there too)
             lock.release()
-            if tr is not None:
-                tr.event("lock.release")
+            tr.lock_released()
         if result.status is not AppendMessageStatus.PUT_OK:
             return PutMessageResult(PutMessageStatus.UNKNOWN_ERROR, result,
                                     f"append ended with {result.status.name}")
@@ -410,33 +389,6 @@ class CommitLog:
                    f"records in order, without gaps)")
         return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
             f"recorded queue_offset {enc.queue_offset} does not follow: {why}"))
-
-    def _trace_new_file(self, tr, mf) -> None:
-        svc = self.mapped_file_queue.allocate_service
-        stage = "mapped_file.allocated" if svc is not None else "mapped_file.created"
-        tr.event(stage, positions=file_positions(mf),
-                 by="AllocateMappedFileService" if svc is not None else "put thread")
-
-    def _trace_append(self, tr, mf, result, before) -> None:
-        """The record(s) just written, field by field with physical byte ranges."""
-        from ..format.record import decode_record, record_field_spans
-
-        records = []
-        pos = result.wrote_offset - mf.file_from_offset
-        end = pos + result.wrote_bytes
-        buf = mf.write_buffer if mf.write_buffer is not None else mf.mapped
-        while result.status is AppendMessageStatus.PUT_OK and pos < end:
-            rec = decode_record(buf, pos)
-            spans = [(name, start, stop) for name, start, stop, _ in
-                     record_field_spans(rec, mf.file_from_offset + pos)]
-            records.append({"offset": mf.file_from_offset + pos, "size": rec.total_size,
-                            "queue_offset": rec.queue_offset, "topic": rec.topic, "queue_id": rec.queue_id,
-                            "fields": spans})
-            pos += rec.total_size
-        tr.event("append.record", status=result.status.name, offset=result.wrote_offset,
-                 size=result.wrote_bytes, queue_offset=result.logics_offset, store_timestamp=result.store_timestamp,
-                 records=records, into="write_buffer" if mf.write_buffer is not None else "mmap")
-        tr.event("position.wrote", before=before, after=file_positions(mf))
 
     def append_blank_at_current_position(self) -> AppendMessageResult | None:
         """Fill the rest of the current file with a blank record (replay of a recorded blank)."""

@@ -73,6 +73,7 @@ from typing import Any, Callable
 from ..common import native
 from ..common.config import BrokerRole
 from .consume_queue import ConsumeQueue, consume_queue_ids
+from .put_trace import NULL_PUT_TRACE
 from ..common.errors import StoreError
 from ..format.properties import DELAY, KEYS, TAGS, UNIQ_KEY, java_string_hash, parse_properties
 from ..format.record import decode_record
@@ -178,11 +179,11 @@ class Dispatcher:
     ``checkpoint`` is set once the store has opened it (:meth:`rmqstore.store.MessageStore.load`);
     ``message_arriving_listener`` -- ``(topic, queue id, new max offset)``, called after each
     queue's new units -- wakes a broker's long-polling pulls (RocketMQ's MessageArrivingListener);
-    ``tracer_of`` answers the store's tracer (:mod:`rmqstore.common.trace`).
+    ``tracer_of`` answers the store's tracer (:mod:`rmqstore.engine.put_trace`).
     """
 
     def __init__(self, root: str, config, index_service, *, read_only: bool = False,
-                 tracer_of: Callable[[], Any] = lambda: None):
+                 tracer_of: Callable[[], Any] = lambda: NULL_PUT_TRACE):
         self.root = root
         self.config = config
         self.read_only = read_only
@@ -259,7 +260,7 @@ class Dispatcher:
         tr = self.tracer_of()
         if gets_queue_unit(req.sys_flag):
             cq = self.find_consume_queue(req.topic, req.queue_id)
-            before = cq.get_max_offset_in_queue() if tr is not None else None
+            before = tr.queue_max(cq)
             stored = cq.put_message_position_info(req.commit_log_offset, req.msg_size, req.tags_code,
                                                   req.consume_queue_offset)
             if not stored:
@@ -267,18 +268,12 @@ class Dispatcher:
                           req.consume_queue_offset)
             self._stored_until(req.store_timestamp if stored else None)
             self._arrived(req.topic, req.queue_id, req.consume_queue_offset + 1)
-            if tr is not None:
-                tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id,
-                         queue_offset=req.consume_queue_offset, unit=(req.commit_log_offset, req.msg_size,
-                                                                      req.tags_code),
-                         max_offset_before=before, max_offset_after=cq.get_max_offset_in_queue())
-        elif tr is not None:
-            tr.event("dispatch.consume_queue", topic=req.topic, queue_id=req.queue_id, skipped=True,
-                     reason="prepared/rolled-back transaction records get no consume-queue unit")
+            tr.dispatched(req, cq, before)
+        else:
+            tr.dispatch_skipped(req)
         if self.config.message_index_enable:
             self.index_service.build_index(req)
-            if tr is not None:
-                tr.event("dispatch.index", offset=req.commit_log_offset, uniq_key=req.uniq_key, keys=req.keys)
+            tr.indexed(req)
 
     def dispatch_run(self, batch) -> int:
         """Write the consume-queue units and index entries of a compiled batch's first records; how many.
@@ -452,7 +447,7 @@ class ReputMessageService:
             if mf is None:
                 break
             base = mf.file_from_offset
-            if self.native is not None and commit_log.tracer is None and self._table(delay_levels) is not None:
+            if self.native is not None and not commit_log.tracer.active and self._table(delay_levels) is not None:
                 end, done, failure = reput_segment_native(self.native, dispatcher, mf.mapped, base,
                                                           self.reput_from_offset - base, mf.read_position,
                                                           delay_levels, self._delay_table)
@@ -460,7 +455,7 @@ class ReputMessageService:
                 # the pure dispatch walks in Python too when the store asks for the pure path or is traced
                 end, done, failure = reput_segment(mf.mapped, base, self.reput_from_offset - base,
                                                    mf.read_position, dispatcher.dispatch, delay_levels,
-                                                   dispatcher.config.native and commit_log.tracer is None)
+                                                   dispatcher.config.native and not commit_log.tracer.active)
             count += done
             self.reput_from_offset = base + end.pos
             if failure is not None:

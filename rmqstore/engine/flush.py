@@ -60,7 +60,6 @@ import time
 from typing import Callable
 
 from ..format.status import PutMessageStatus
-from ..common.trace import file_positions
 
 __all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "CommitRealTimeService",
            "FlushConsumeQueueService", "ServiceThread"]
@@ -68,33 +67,6 @@ __all__ = ["GroupCommitRequest", "GroupCommitService", "FlushRealTimeService", "
 log = logging.getLogger(__name__)
 
 RETRY_TIMES_OVER = 10
-
-
-def traced_flush(queue, least_pages: int, tracer, by: str) -> bool:
-    """``queue.flush`` that, with a tracer, reports the file it flushed before and after."""
-    if tracer is None:
-        return queue.flush(least_pages)
-    mf = queue.find_mapped_file_by_offset(queue.flushed_where, queue.flushed_where == 0)
-    before = file_positions(mf)
-    nothing = queue.flush(least_pages)
-    if not nothing:
-        tracer.event("flush", by=by, least_pages=least_pages, before=before, after=file_positions(mf),
-                     flushed_where=queue.flushed_where)
-    return nothing
-
-
-def traced_commit(queue, least_pages: int, tracer) -> bool:
-    """``queue.commit`` that, with a tracer, reports the write buffer copied into the file."""
-    if tracer is None:
-        return queue.commit(least_pages)
-    mf = queue.find_mapped_file_by_offset(queue.committed_where, queue.committed_where == 0)
-    before = file_positions(mf)
-    nothing = queue.commit(least_pages)
-    if not nothing:
-        tracer.event("commit", by="CommitRealTimeService", least_pages=least_pages, before=before,
-                     after=file_positions(mf), committed_where=queue.committed_where,
-                     range=(before["file"] + before["committed"], queue.committed_where) if before else None)
-    return nothing
 
 
 class ServiceThread:
@@ -286,9 +258,7 @@ class GroupCommitService(ServiceThread):
 
     def on_wait_end(self) -> None:
         self._swap_requests()
-        tr = self.commit_log.tracer
-        if tr is not None and self.requests_read:
-            tr.event("group_commit.swap", requests=[r.next_offset for r in self.requests_read])
+        self.commit_log.tracer.group_commit_swap(self.requests_read)
 
     def _watch(self) -> None:
         while not self._stop_event.wait(self.WATCHDOG_INTERVAL):
@@ -348,7 +318,7 @@ class GroupCommitService(ServiceThread):
                 for _ in range(2):
                     if flush_ok:
                         break
-                    failed = self.guarded(traced_flush, queue, 0, tr, "GroupCommitService") is None
+                    failed = self.guarded(tr.flush, queue, 0, "GroupCommitService") is None
                     self.flushes += 1
                     flush_ok = queue.flushed_where >= req.next_offset
                     if failed:
@@ -356,9 +326,7 @@ class GroupCommitService(ServiceThread):
                 if failed:  # the disk refused: not flushed, and waiting longer will not help
                     req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT, False)
                 elif flush_ok:
-                    if tr is not None:
-                        tr.event("group_commit.wake", next_offset=req.next_offset, status="PUT_OK",
-                                 flushed_where=queue.flushed_where)
+                    tr.group_commit_wake(req, queue)
                     req.wakeup_customer(PutMessageStatus.PUT_OK, False)
                 elif time.monotonic() >= req.deadline:
                     req.wakeup_customer(PutMessageStatus.FLUSH_DISK_TIMEOUT, False)
@@ -374,7 +342,7 @@ class GroupCommitService(ServiceThread):
             self.requests_read = []
         else:
             # messages that did not wait for their flush still get flushed
-            self.guarded(traced_flush, queue, 0, tr, "GroupCommitService")
+            self.guarded(tr.flush, queue, 0, "GroupCommitService")
         return answered
 
     def run(self) -> None:
@@ -414,7 +382,7 @@ class FlushRealTimeService(ServiceThread):
                 self._stop_event.wait(interval / 1000.0)
             else:
                 self.wait_for_running(interval)
-            self.guarded(traced_flush, queue, least_pages, self.commit_log.tracer, "FlushRealTimeService")
+            self.guarded(self.commit_log.tracer.flush, queue, least_pages, "FlushRealTimeService")
             if self.checkpoint_hook is not None and queue.store_timestamp > 0:
                 self.checkpoint_hook(queue.store_timestamp)
         for _ in range(RETRY_TIMES_OVER):
@@ -442,7 +410,7 @@ class CommitRealTimeService(ServiceThread):
             if now >= self.last_commit_timestamp + cfg.commit_commit_log_thorough_interval:
                 self.last_commit_timestamp = now
                 least_pages = 0
-            nothing_moved = self.guarded(traced_commit, queue, least_pages, self.commit_log.tracer)
+            nothing_moved = self.guarded(self.commit_log.tracer.commit, queue, least_pages)
             if nothing_moved is False:
                 self.last_commit_timestamp = now
                 self.flush_service.wakeup()

@@ -35,6 +35,7 @@ from functools import partial
 
 from ..common import native
 from .commit_log import PutMessageSpinLock, wall_clock_ms
+from .put_trace import NULL_PUT_TRACE
 from ..common.config import BrokerRole, FlushDiskType
 from ..format.message import BatchItem, Message, MessageBatch
 from ..format.record import Address
@@ -70,7 +71,8 @@ def make_putter(put_path, *, appender: bool = False):
         default_host=cl.encoder.default_store_host, addr_cache=cl.encoder.addr_cache,
         wakeup=None if waits or appender or service is None else service.wakeup,
         finish=appended if appender else partial(finish_waits, put_path) if waits else None,
-        next_file=cl.next_file_for_put, record=put_path.stats.record, slave_role=BrokerRole.SLAVE,
+        next_file=cl.next_file_for_put, record=put_path.stats.record_put, slave_role=BrokerRole.SLAVE,
+        null_tracer=NULL_PUT_TRACE,
         types=(Message, MessageBatch, BatchItem, Address, AppendMessageResult, PutMessageResult),
         statuses=(_PUT_OK, AppendMessageStatus.PUT_OK, AppendMessageStatus.END_OF_FILE,
                   PutMessageStatus.UNKNOWN_ERROR),
@@ -84,8 +86,6 @@ def appended(result: PutMessageResult, _item, _begin: float) -> PutMessageResult
 
 
 def finish_waits(put_path, result: PutMessageResult, item, begin: float) -> PutMessageResult:
-    """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the waits, then the statistics."""
-    if result.status is _PUT_OK:
-        result = put_path.wait_flush_and_replica(result, item)
-    put_path.stats.record_put(item, result, (time.monotonic() - begin) * 1000)
-    return result
+    """After a compiled append with SYNC_FLUSH or SYNC_MASTER: the pipeline's end, the waits then the
+    record (``PutPath.finish``), ``begin`` on the compiled put's clock (monotonic)."""
+    return put_path.finish(result, item, begin, NULL_PUT_TRACE, time.monotonic)

@@ -214,7 +214,7 @@ def _walk(commit_log, dispatcher: Dispatcher, index: int, dispatch=None, until: 
     config = dispatcher.config
     check_crc = config.check_crc_on_recover
     delay_levels = commit_log.delay_levels
-    native = config.native and commit_log.tracer is None  # a traced store shows the Python path
+    native = config.native and not commit_log.tracer.active  # a traced store shows the Python path
     cdispatch = native_module("_cdispatch", native) if bulk and dispatch is not None else None
     table = delay_table(delay_levels) if cdispatch is not None else None
     while True:

@@ -99,7 +99,7 @@ class PutChecks:
             reason = self.not_writeable_reason
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, message=(
                 f"message store is not writeable: {reason}" if reason else "message store is not writeable"))
-        if self.is_os_page_cache_busy():
+        if self.commit_log.begin_time_in_lock and self.is_os_page_cache_busy():  # (no put holds the lock: not busy)
             return PutMessageResult(PutMessageStatus.OS_PAGECACHE_BUSY,
                                     message="the put lock has been held too long (page cache busy)")
         return None

@@ -1,29 +1,42 @@
-"""The put path after the checks: append, then wait for what the configuration promises.
+"""The put pipeline: checks -> encode + append -> wait -> record.
 
 RocketMQ's ``DefaultMessageStore#asyncPutMessage`` and ``CommitLog#handleDiskFlush`` /
-``handleHA``.  A put is checked (:mod:`rmqstore.engine.store_checks`), appended by the commitlog,
-and then, before the result goes back:
+``handleHA``.  Every put goes through the same four stages of :class:`PutPath`:
 
-* with SYNC_FLUSH and a message that waits for its store, a group-commit request is handed
-  to the flush service and waited on (FLUSH_DISK_TIMEOUT when it does not come in time);
-  otherwise the flush (or commit) service is only woken;
-* with SYNC_MASTER, at the same time, a replica request waits for a slave's acknowledgement
-  (:mod:`rmqstore.engine.ha`): SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave
-  is too far behind, FLUSH_SLAVE_TIMEOUT when none acknowledged it in time.  The replica
-  request is made *before* the flush wait so the two overlap, and a replication status
-  other than PUT_OK overrides the flush status, as in RocketMQ.
+1. **checks** (:meth:`PutPath.checked`): the store's state, then the message's
+   (:mod:`rmqstore.engine.store_checks`); a refusal skips to the record;
+2. **encode + append**: the commit log encodes outside the put lock and appends under it
+   (:mod:`rmqstore.engine.commit_log`);
+3. **wait** for what the configuration promises (:meth:`PutPath.finish`):
 
-Every put, refused or not, is counted in :class:`StoreStats`.  With a tracer set
-(:mod:`rmqstore.common.trace`) each stage is an event; without one the path pays nothing for it.
-Without a tracer the common case goes through the compiled put first
+   * with SYNC_FLUSH and a message that waits for its store, a group-commit request is handed
+     to the flush service and waited on (FLUSH_DISK_TIMEOUT when it does not come in time);
+     otherwise the flush (or commit) service is only woken;
+   * with SYNC_MASTER, at the same time, a replica request waits for a slave's acknowledgement
+     (:mod:`rmqstore.engine.ha`): SLAVE_NOT_AVAILABLE at once when no slave is connected or the slave
+     is too far behind, FLUSH_SLAVE_TIMEOUT when none acknowledged it in time.  The replica
+     request is made *before* the flush wait so the two overlap, and a replication status
+     other than PUT_OK overrides the flush status, as in RocketMQ (:meth:`PutPath.settle`, the
+     one place that answers a put's waits);
+
+4. **record** (:meth:`PutPath.record`): the put's end for the tracer and its count in
+   :class:`StoreStats` -- every put the Python side answers, refused or not, is counted there.
+
+The async form is the same pipeline completed by a callback: stages 1 and 2 run in the
+caller's thread, the wait is handed to the services as flush and replica requests whose
+answers complete a :class:`~rmqstore.engine.async_puts.PutWait`, and that ends with the same
+:meth:`~PutPath.settle` and :meth:`~PutPath.record` -- so one flush (or one slave ack)
+completes a whole group of async puts and no thread waits per put.  Nor does the caller (a
+broker's event loop) wait for a commitlog file: a put that needs one the allocate service has
+not made yet goes on on the put lane, and the async puts after it follow it there until the
+lane is empty (:mod:`rmqstore.engine.async_puts`).
+
+Each stage boundary calls a hook of the commit log's tracer (:mod:`rmqstore.engine.put_trace`):
+with a tracer set each stage is an event; without one every hook is a no-op and the path computes
+nothing for it.  Without a tracer the common case goes through the compiled put first
 (:mod:`rmqstore.engine.native_put`): one C call for the checks, the encoding, the append, the
-wake-up and the counting; whatever it declines runs here, unchanged.
-The async forms append in the caller's thread and hand the wait to the services: the
-flush and replica requests carry a callback that completes the put's future, so one flush
-(or one slave ack) completes a whole group of async puts and no thread waits per put.
-Nor does the caller (a broker's event loop) wait for a commitlog file: a put that needs one
-the allocate service has not made yet goes on on the put lane, and the async puts after it
-follow it there until the lane is empty (:mod:`rmqstore.engine.async_puts`).
+wake-up and the counting; whatever it declines runs here, unchanged, and a compiled put that
+must wait ends in :meth:`PutPath.finish` (wait, then record) like a pure one.
 :class:`PutPath` is a part :class:`~rmqstore.store.MessageStore` holds, built from its
 commit log, checks and statistics; the services it waits on are handed to it at start.
 """
@@ -46,12 +59,14 @@ from ..format.message import Message, MessageBatch
 from ..format.status import PutMessageResult, PutMessageStatus
 from .store_checks import PutChecks
 from .async_puts import NOT_KEPT, AsyncPuts, PutWait, done_future
+from .put_trace import NULL_PUT_TRACE
 
 __all__ = ["PutPath", "StoreStats"]
 
 log = logging.getLogger(__name__)
 
 _PUT_OK = PutMessageStatus.PUT_OK
+_ITEMS = (Message, MessageBatch)  # what a put takes (anything else was refused and is counted as topic "?")
 
 
 
@@ -79,28 +94,28 @@ class StoreStats:
         self.put_message_failed_times = 0
         self.put_message_entire_time_max = 0.0  # ms
         self.put_message_distribute_time = [0] * 7  # <=0ms, 0-10, 10-50, 50-100, 100-200, 200-500, >500
-        self.status_counts: dict[str, int] = {}
+        self.put_ok_count = 0  # the puts answered PUT_OK (as the compiled put counts its own: a number, no name)
+        self.status_counts: dict[str, int] = {}  # the other answers by status name
 
-    def record(self, topic: str, result: PutMessageResult, elapsed_ms: float, msg_num: int = 1) -> None:
+    def record_put(self, topic: str, result: PutMessageResult, elapsed_ms: float) -> None:
+        """Count one put of ``topic`` answered ``result`` after ``elapsed_ms`` (a stored batch: all its
+        messages): the pipeline's last stage (:meth:`PutPath.record`), and a compiled put's refusal."""
+        status = result.status
         with self._lock:
-            if result.status is _PUT_OK:
-                self.put_message_times_total[topic] = self.put_message_times_total.get(topic, 0) + msg_num
-                self.put_message_size_total[topic] = (self.put_message_size_total.get(topic, 0)
-                                                      + result.append_result.wrote_bytes)
+            if status is _PUT_OK:
+                ar = result.append_result
+                times, sizes = self.put_message_times_total, self.put_message_size_total
+                times[topic] = times.get(topic, 0) + ar.msg_num
+                sizes[topic] = sizes.get(topic, 0) + ar.wrote_bytes
+                self.put_ok_count += 1
             else:
                 self.put_message_failed_times += 1
-            name = result.status.name
-            self.status_counts[name] = self.status_counts.get(name, 0) + 1
+                name = status.name
+                self.status_counts[name] = self.status_counts.get(name, 0) + 1
             if elapsed_ms > self.put_message_entire_time_max:
                 self.put_message_entire_time_max = elapsed_ms
             i = 0 if elapsed_ms <= 0 else 1 if elapsed_ms <= 10 else _bucket(elapsed_ms)
             self.put_message_distribute_time[i] += 1
-
-    def record_put(self, item, result: PutMessageResult, elapsed_ms: float) -> None:
-        """Count one put of ``item`` (a message or a batch; anything else is topic "?"): every put the
-        Python side answers is counted here, the compiled put's own in its counters."""
-        self.record(item.topic if isinstance(item, (Message, MessageBatch)) else "?", result, elapsed_ms,
-                    result.append_result.msg_num if result.status is _PUT_OK else 1)
 
     def snapshot(self) -> dict:
         native = self.native() if self.native is not None else None
@@ -108,6 +123,7 @@ class StoreStats:
             times = dict(self.put_message_times_total)
             sizes = dict(self.put_message_size_total)
             status_counts = dict(self.status_counts)
+            ok = self.put_ok_count
             dist = list(self.put_message_distribute_time)
             time_max = self.put_message_entire_time_max
             failed = self.put_message_failed_times
@@ -116,10 +132,11 @@ class StoreStats:
                 times[topic] = times.get(topic, 0) + n
             for topic, n in native["sizes"].items():
                 sizes[topic] = sizes.get(topic, 0) + n
-            if native["ok"]:
-                status_counts["PUT_OK"] = status_counts.get("PUT_OK", 0) + native["ok"]
+            ok += native["ok"]
             dist = [a + b for a, b in zip(dist, native["dist"])]
             time_max = max(time_max, native["max_ms"])
+        if ok:
+            status_counts["PUT_OK"] = ok
         return {
             "putMessageTimesTotal": sum(times.values()),
             "putMessageSizeTotal": sum(sizes.values()),
@@ -132,7 +149,7 @@ class StoreStats:
 
 
 class PutPath:
-    """Puts, replays and the async forms: checks -> append -> wait -> record.
+    """Puts, replays and the async forms: checks -> encode + append -> wait -> record.
 
     Built by the store from its parts: ``config``, the ``commit_log`` that appends,
     the ``checks`` (:class:`~rmqstore.engine.store_checks.PutChecks`, whose state says whether a
@@ -212,34 +229,53 @@ class PutPath:
         """
         return self._put(msg, self.checks.check_replayed_message, self.commit_log.put_message)
 
+    # -- the pipeline: checks -> encode + append -> wait -> record ----------------------------------
     def _put(self, item, check, append) -> PutMessageResult:
+        """The whole pipeline in the caller's thread (a synchronous put, a traced or refused async one)."""
         begin = _perf()
         tr = self.commit_log.tracer
-        if tr is None:
-            result = self.checks.check_store_status() or check(item)
-        else:
-            result = self._traced_checks(tr, item, check)
+        result = self.checked(item, check, tr)
         if result is None:
-            result = append(item)
-            if result.status is _PUT_OK:
-                result = self.wait_flush_and_replica(result, item)
-        if tr is not None:
-            tr.event("put.end", status=result.status.name, message=result.message,
-                     elapsed_ms=(_perf() - begin) * 1000)
-        self.stats.record_put(item, result, (_perf() - begin) * 1000)
+            result = append(item)  # the commit log encodes, then appends under the put lock
+        return self.finish(result, item, begin, tr)
+
+    def checked(self, item, check, tr) -> PutMessageResult | None:
+        """The checks: the store's state, then the item's (``check``); the refusal, or None."""
+        refusal = self.checks.check_store_status()
+        message_refusal = check(item) if refusal is None else None
+        tr.checked(item, refusal, message_refusal)
+        return refusal if refusal is not None else message_refusal
+
+    def finish(self, result: PutMessageResult, item, begin: float, tr, clock=_perf) -> PutMessageResult:
+        """After the append (or a refusal): wait for what the configuration promises, then record.
+
+        RocketMQ's ``handleDiskFlush`` and ``handleHA``: the replica request is made *before* the flush
+        wait so the two overlap, and :meth:`settle` answers.  ``begin`` is the put's start on ``clock``
+        (the compiled put's is ``time.monotonic``)."""
+        if result.status is _PUT_OK:
+            replica = self.submit_replica(result, item)
+            req = self.submit_flush(result, item, tr)
+            flush = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
+            if replica is not _PUT_OK or tr.active:  # (nothing to wait for or to trace otherwise)
+                replica = self.replica_status(replica, tr)
+            if flush is not _PUT_OK or replica is not _PUT_OK:  # (a promise not kept: settle answers)
+                result = self.settle(result, flush, replica)
+        return self.record(item, result, begin, tr, clock)
+
+    def record(self, item, result: PutMessageResult, begin: float, tr, clock=_perf) -> PutMessageResult:
+        """The last stage: the put's end for the tracer and its count in the statistics; the result."""
+        elapsed_ms = (clock() - begin) * 1000
+        tr.end(result, elapsed_ms)
+        self.stats.record_put(item.topic if isinstance(item, _ITEMS) else "?", result, elapsed_ms)
         return result
 
-    def _traced_checks(self, tr, item, check) -> PutMessageResult | None:
-        tr.event("put.begin", kind="batch" if isinstance(item, MessageBatch) else "single",
-                 topic=getattr(item, "topic", None), queue_id=getattr(item, "queue_id", None))
-        result = self.checks.check_store_status()
-        tr.event("check.store_status", status=result.status.name if result else "OK",
-                 message=result.message if result else "")
-        if result is None:
-            result = check(item)
-            tr.event("check.message", status=result.status.name if result else "OK",
-                     message=result.message if result else "")
-        return result
+    @staticmethod
+    def settle(result: PutMessageResult, flush: PutMessageStatus, replica: PutMessageStatus) -> PutMessageResult:
+        """The answer of an appended put whose flush and replica waits ended with these statuses:
+        replication overrides the flush status, as in RocketMQ; a promise not kept says so."""
+        status = flush if replica is _PUT_OK else replica
+        return (result if status is _PUT_OK
+                else PutMessageResult(status, result.append_result, NOT_KEPT.get(status, "")))
 
     def async_put_message(self, msg: Message) -> Future:
         """Like ``asyncPutMessage``: appended now, in the caller's thread; a future of the result,
@@ -268,7 +304,7 @@ class PutPath:
                 puts = self.async_puts
         if puts is None or not puts.begin():  # shut down: the put answers SERVICE_NOT_AVAILABLE
             return done_future(self._put(item, check, append))
-        if self.commit_log.tracer is not None:
+        if self.commit_log.tracer.active:
             return puts.run_on_pool(self._put, item, check, append)
         if puts.lane_busy:  # puts before this one wait there for their file: it goes behind them
             return puts.run_in_lane(self._append_async, puts, item, check, append, fast, _perf(), True)
@@ -294,18 +330,19 @@ class PutPath:
             if result.status is _PUT_OK:
                 wait = PutWait(self, puts, item, result, begin)
                 if wait.submit():
-                    return wait.future
-            self.stats.record_put(item, result, (_perf() - begin) * 1000)
+                    return wait.future  # the services' answers finish the pipeline (PutWait)
+            self.record(item, result, begin, NULL_PUT_TRACE)
         finally:
             if not handed and (wait is None or not wait.submitted):
                 puts.end()
         return done_future(result)
 
     def _append_now(self, item, check, append, fast) -> PutMessageResult:
-        # the compiled append (checks + append, nothing else) when it takes the item; else the pure one
+        # the compiled append (checks + append, nothing else) when it takes the item; else the pipeline's
+        # first stages (an async put is traced only on the pool: its tracer here is the null one)
         result = fast(item) if fast is not None else None
         if result is None:
-            result = self.checks.check_store_status() or check(item)  # a refusal, or None: append
+            result = self.checked(item, check, NULL_PUT_TRACE)
             if result is None:
                 result = append(item)
         return result
@@ -319,35 +356,18 @@ class PutPath:
                 ar = result.append_result
                 req = GroupCommitRequest(ar.wrote_offset + ar.wrote_bytes, cfg.sync_flush_timeout, on_done,
                                          service.gate)
-                if tr is not None:
-                    tr.event("flush.request", mode="group_commit", next_offset=req.next_offset,
-                             timeout_ms=cfg.sync_flush_timeout)
+                tr.group_commit_request(req, cfg.sync_flush_timeout)
                 service.put_request(req)
                 return req
-            if tr is not None:
-                tr.event("flush.request", mode="group_commit_wakeup", waits=False)
+            tr.flush_wakeup("group_commit_wakeup")
             service.wakeup()
         elif self.commit_service is not None:
-            if tr is not None:
-                tr.event("flush.request", mode="commit_wakeup", service="CommitRealTimeService")
+            tr.flush_wakeup("commit_wakeup")
             self.commit_service.wakeup()
         else:
-            if tr is not None:
-                tr.event("flush.request", mode="async_wakeup", service="FlushRealTimeService")
+            tr.flush_wakeup("async_wakeup")
             self.flush_service.wakeup()
         return None
-
-    def wait_flush_and_replica(self, result: PutMessageResult, msg) -> PutMessageResult:
-        tr = self.commit_log.tracer
-        replica = self.submit_replica(result, msg)  # before the flush wait: the two overlap
-        req = self.submit_flush(result, msg, tr)
-        status = _PUT_OK if req is None else req.wait(self.config.sync_flush_timeout / 1000.0 + 1.0)
-        if replica is not _PUT_OK or tr is not None:  # (nothing to wait for or to trace otherwise)
-            replica_status = self.replica_status(replica, tr)
-            if replica_status is not _PUT_OK:
-                status = replica_status  # replication overrides the flush status, as in RocketMQ
-        return (result if status is _PUT_OK
-                else PutMessageResult(status, result.append_result, NOT_KEPT.get(status, "")))
 
     def submit_replica(self, result: PutMessageResult, msg, on_done=None):
         """RocketMQ's submitReplicaRequest: a request to wait on, or the status at once."""
@@ -373,8 +393,5 @@ class PutPath:
         if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
             self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
                                                  replica.next_offset if waits else None)
-        if tr is not None:
-            tr.event("replica", role=self.config.broker_role.value, status=status.name, waits=waits,
-                     next_offset=replica.next_offset if waits else None, waited_ms=(_perf() - begin) * 1000,
-                     acked=self.ha_service.push2_slave_max_offset if self.ha_service is not None else None)
+        tr.replica(self.config.broker_role.value, status, replica, waits, begin, self.ha_service)
         return status

@@ -43,6 +43,7 @@ _STORE_TS_POS_V4 = store_timestamp_position(0)
 _STORE_TS_POS_V6 = store_timestamp_position(BORNHOST_V6_FLAG)
 _QO_PHY = message_fields_struct("queue_offset", "physical_offset")  # patched together inside the put lock
 _I64 = message_fields_struct("store_timestamp")
+_NOT_V6 = ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)  # a sys flag without the hosts' bits (the hosts say them)
 
 
 class EncodedMessage:
@@ -74,6 +75,10 @@ class EncodedBatch:
     """A whole batch encoded as consecutive records (a batch never spans files)."""
 
     __slots__ = ("data", "length", "lengths", "store_ts_pos", "topic_queue_key", "store_host", "msg")
+
+    #: a batch is never a replay: no recorded store time or queue offset (as a new message's, the lock decides)
+    store_timestamp = None
+    queue_offset = None
 
     def __init__(self, data, lengths, store_ts_pos, key, store_host, msg):
         self.data = data
@@ -121,6 +126,14 @@ class MessageEncoder:
                 self.addr_cache[value] = addr
             return addr
 
+    def hosts(self, born_host, store_host) -> tuple:
+        """A put's born and store hosts as Addresses (:meth:`address`), the cached ones without a call each."""
+        cache = self.addr_cache
+        try:
+            return cache[born_host], (self.default_store_host if store_host is None else cache[store_host])
+        except (KeyError, TypeError):  # (not cached yet, or no string)
+            return self.address(born_host), self.address(store_host)
+
     def _topic_part(self, topic: str):
         """(length prefix + UTF-8 topic) for a topic, or None when it cannot be stored; cached."""
         try:
@@ -138,13 +151,12 @@ class MessageEncoder:
         ``properties`` and ``sys_flag`` (the put path's, after a delay rewrite), or the refusal."""
         body = msg.body
         try:
-            born = self.address(msg.born_host)
-            store = self.address(msg.store_host)
+            born, store = self.hosts(msg.born_host, msg.store_host)
         except LayoutError as exc:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"bad host: {exc}")
         born_v6 = len(born.ip) == 16
         store_v6 = len(store.ip) == 16
-        sys_flag &= ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+        sys_flag &= _NOT_V6
         if born_v6:
             sys_flag |= BORNHOST_V6_FLAG
         if store_v6:
@@ -153,7 +165,7 @@ class MessageEncoder:
         if body_len > self.max_message_size:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"message body is {body_len} bytes, over max_message_size {self.max_message_size}"))
-        topic_part = self._topic_part(topic)
+        topic_part = self._topic_cache.get(topic) or self._topic_part(topic)  # (a cached one without a call)
         if topic_part is None:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=(
                 f"topic {topic[:40]!r}... is {len(topic.encode('utf-8'))} UTF-8 bytes; a record holds at "
@@ -187,11 +199,10 @@ class MessageEncoder:
     def encode_batch(self, batch) -> EncodedBatch | PutMessageResult:
         """A :class:`~rmqstore.format.message.MessageBatch` as consecutive V1 records, or the refusal."""
         try:
-            born = self.address(batch.born_host)
-            store = self.address(batch.store_host)
+            born, store = self.hosts(batch.born_host, batch.store_host)
         except LayoutError as exc:
             return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL, message=f"bad host: {exc}")
-        sys_flag = batch.sys_flag & ~(BORNHOST_V6_FLAG | STOREHOSTADDRESS_V6_FLAG)
+        sys_flag = batch.sys_flag & _NOT_V6
         if len(born.ip) == 16:
             sys_flag |= BORNHOST_V6_FLAG
         if len(store.ip) == 16:

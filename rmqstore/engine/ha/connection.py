@@ -246,9 +246,7 @@ class HAConnection:
         self.next_transfer_from_where = offset + size
         if not send(frame):
             return None
-        tr = self.store.tracer
-        if tr is not None:
-            tr.event("ha.push", slave=self.client_addr, offset=offset, size=size)
+        self.store.commit_log.tracer.ha_push(self.client_addr, offset, size)
         return size
 
     def _send(self, frame: bytes) -> bool:

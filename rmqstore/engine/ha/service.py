@@ -106,7 +106,7 @@ class HAService:
         #: the last one: ``{"status", "waited_ms", "next_offset"}`` (None before the first)
         self.last_replica: dict | None = None
         self.wait_notify = WaitNotifyObject()
-        self.group_transfer_service = GroupTransferService(self, lambda: store.tracer)
+        self.group_transfer_service = GroupTransferService(self, lambda: store.commit_log.tracer)
         self.accept_service = None
         self.ha_client = None
         if cfg.broker_role is BrokerRole.SLAVE:

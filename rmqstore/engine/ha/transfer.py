@@ -32,6 +32,7 @@ import threading
 import time
 
 from ..flush import GroupCommitRequest, ServiceThread
+from ..put_trace import NULL_PUT_TRACE
 from ...format.status import PutMessageStatus
 
 __all__ = ["ReplicaRequest", "GroupTransferService", "WaitNotifyObject"]
@@ -92,7 +93,7 @@ class GroupTransferService(ServiceThread):
 
     name = "GroupTransferService"
 
-    def __init__(self, ha_service, tracer_of=lambda: None):
+    def __init__(self, ha_service, tracer_of=lambda: NULL_PUT_TRACE):
         super().__init__()
         self.ha_service = ha_service
         self.tracer_of = tracer_of
@@ -127,8 +128,7 @@ class GroupTransferService(ServiceThread):
             waiting = len(self.pending)
             self.requests_served += len(covered) + len(expired)
             self.rounds += 1
-        if tr is not None:  # before the wakes: a woken put may read the trace at once
-            tr.event("replica.wake", acked=acked, served=len(covered), timed_out=len(expired), waiting=waiting)
+        tr.replica_wake(acked, len(covered), len(expired), waiting)  # before the wakes: a woken put may read the trace
         for req in covered:
             req.wakeup_customer(_OK)
         for req in expired:
