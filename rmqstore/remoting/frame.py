@@ -30,6 +30,22 @@ members -- in a JSON header each ``"name":value`` pair, found with the JSON deco
 one ``extFields.<key>`` span per custom-header entry.
 Bad bytes raise :class:`RemotingFrameError` (a :class:`~rmqstore.common.errors.RmqStoreError`)
 and nothing else.
+
+Two paths, one codec
+--------------------
+The ``pure_*`` functions here are the reference and the lesson: ``json.loads`` and ``struct``, read
+top to bottom.  A broker decodes a header and encodes an answer for every request, so beside them
+sits a compiled codec, ``rmqstore._native._cframe``, chosen as the store chooses its compiled
+modules (:func:`rmqstore.common.native.module`; ``RMQSTORE_PURE=1`` turns it off).  Callers see one
+interface -- :func:`decode_frame`, :func:`encode_frame`, :func:`decode_header`,
+:func:`encode_header`, and :class:`FrameDecoder` built on them -- and do not know which path runs.
+The compiled codec answers what real clients send (the JSON fastjson and our own encoder write,
+escapes and all, the binary header, a response made by :meth:`RemotingCommand.response`); anything
+else -- a float, a lone surrogate, a number out of range, bytes that are no header -- it hands to the
+pure function with the same arguments, so an odd input is answered, or refused with the same
+:class:`RemotingFrameError` and the same words, exactly as here.
+``tests/unit/test_native_frame.py`` proves it on random commands, random bytes and frames recorded
+from real clients.
 """
 
 from __future__ import annotations
@@ -39,6 +55,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from ..common import native as _native
 from ..common.errors import RmqStoreError
 from ..format.layout import KIND_SIZES, Field
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, SerializeType
@@ -46,7 +63,8 @@ from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, SerializeType
 __all__ = [
     "FRAME_FIELDS", "BINARY_HEADER_FIELDS", "MAX_FRAME_LENGTH", "RemotingCommand", "RemotingFrameError",
     "FrameDecoder", "encode_frame", "decode_frame", "encode_header", "decode_header", "frame_field_spans",
-    "header_field_spans",
+    "header_field_spans", "pure_encode_frame", "pure_decode_frame", "pure_encode_header", "pure_decode_header",
+    "bind_compiled",
 ]
 
 #: Netty's FRAME_MAX_LENGTH in RocketMQ: the length field plus what it counts
@@ -136,8 +154,8 @@ def _ext_str(value) -> str:
 
 # -- headers ----------------------------------------------------------------------------------
 
-def encode_header(cmd: RemotingCommand) -> bytes:
-    """The header bytes in ``cmd.serialize_type``."""
+def pure_encode_header(cmd: RemotingCommand) -> bytes:
+    """The header bytes in ``cmd.serialize_type`` (the reference; callers use :func:`encode_header`)."""
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return _encode_binary(cmd)
     head = {"code": cmd.code, "extFields": cmd.ext_fields, "flag": cmd.flag, "language": cmd.language,
@@ -234,7 +252,8 @@ def _decode_binary(data: bytes) -> RemotingCommand:
     return RemotingCommand(code, ext, b"", remark, opaque, flag, language, version, SerializeType.ROCKETMQ)
 
 
-def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
+def pure_decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
+    """The header ``data`` in ``serialize_type`` (the reference; callers use :func:`decode_header`)."""
     if serialize_type == SerializeType.JSON:
         return _decode_json(data)
     if serialize_type == SerializeType.ROCKETMQ:
@@ -244,9 +263,9 @@ def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
 
 # -- frames -----------------------------------------------------------------------------------
 
-def encode_frame(cmd: RemotingCommand) -> bytes:
-    """The whole frame, length field included."""
-    header = encode_header(cmd)
+def pure_encode_frame(cmd: RemotingCommand) -> bytes:
+    """The whole frame, length field included (the reference; callers use :func:`encode_frame`)."""
+    header = pure_encode_header(cmd)
     body = cmd.body or b""
     length = 4 + len(header) + len(body)
     if length + 4 > MAX_FRAME_LENGTH or len(header) >= 1 << 24:
@@ -262,17 +281,46 @@ def check_length(length: int) -> None:
         raise RemotingFrameError(f"frame length {length} exceeds the {MAX_FRAME_LENGTH}-byte limit")
 
 
-def decode_frame(data: bytes) -> RemotingCommand:
-    """Decode the bytes after the length field (``4 + header + body``)."""
+def pure_decode_frame(data: bytes) -> RemotingCommand:
+    """Decode the bytes after the length field (``4 + header + body``) (the reference; callers use
+    :func:`decode_frame`)."""
     if len(data) < 4:
         raise RemotingFrameError(f"a frame needs at least 4 bytes after its length, got {len(data)}")
     meta = _I32.unpack_from(data, 0)[0]
     serialize_type, header_length = (meta >> 24) & 0xFF, meta & 0xFFFFFF
     if 4 + header_length > len(data):
         raise RemotingFrameError(f"header length {header_length} runs past the frame's {len(data)} bytes")
-    cmd = decode_header(serialize_type, bytes(data[4:4 + header_length]))
+    cmd = pure_decode_header(serialize_type, bytes(data[4:4 + header_length]))
     cmd.body = bytes(data[4 + header_length:])
     return cmd
+
+
+# -- the one interface: the compiled codec where it is built, else the reference ---------------
+
+def bind_compiled(mod):
+    """``mod`` (``rmqstore._native._cframe``, or None) bound to this module's command class, serialize
+    types, language tables and pure codec -- what it builds, and what it falls back to.  Returns ``mod``.
+
+    The module chosen below is bound at import; the equality tests bind the one
+    :func:`rmqstore.common.native.compiled` gives them, whatever ``RMQSTORE_PURE`` says.
+    """
+    if mod is not None:
+        mod.setup(RemotingCommand, SerializeType.JSON, SerializeType.ROCKETMQ, dict(_LANGUAGE_NAMES),
+                  {name: int(code) for name, code in LanguageCode.__members__.items()}, LanguageCode.OTHER.name,
+                  pure_decode_frame, pure_decode_header, pure_encode_frame, pure_encode_header)
+    return mod
+
+
+_CFRAME = bind_compiled(_native.module("_cframe"))
+
+#: the bytes after a frame's length field -> its command (raises :class:`RemotingFrameError`)
+decode_frame: Callable[[bytes], RemotingCommand] = _CFRAME.decode_frame if _CFRAME else pure_decode_frame
+#: a command -> its whole frame, length field included
+encode_frame: Callable[[RemotingCommand], bytes] = _CFRAME.encode_frame if _CFRAME else pure_encode_frame
+#: (serialize type, header bytes) -> a command with an empty body
+decode_header: Callable[[int, bytes], RemotingCommand] = _CFRAME.decode_header if _CFRAME else pure_decode_header
+#: a command -> its header bytes in ``cmd.serialize_type``
+encode_header: Callable[[RemotingCommand], bytes] = _CFRAME.encode_header if _CFRAME else pure_encode_header
 
 
 def frame_field_spans(frame: bytes, *, expand_header: bool = False) -> list[tuple[str, int, int, Field]]:
