@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings, strategies as st
@@ -44,6 +45,9 @@ def same(c_fn, pure_fn, *args):
     got, want = outcome(c_fn, *args), outcome(pure_fn, *args)
     assert got == want
     return want
+
+
+FRAMES = Path(__file__).resolve().parents[1] / "fixtures" / "frames"
 
 
 class Handled:
@@ -352,3 +356,55 @@ def test_the_pure_path_is_the_one_when_rmqstore_pure_is_set():
             assert out.stdout.strip() == want
         elif frame._CFRAME is not None:
             assert out.stdout.strip() == "False False"
+
+
+# -- real client traffic ----------------------------------------------------------------------------
+
+def _recorded() -> list[tuple[str, bytes]]:
+    """Every recorded frame (length field cut off) of every client, as (client, bytes)."""
+    out = []
+    for path in sorted(FRAMES.glob("*.frames")):
+        data, pos = path.read_bytes(), 0
+        while pos < len(data):
+            (length,) = struct.unpack_from(">i", data, pos)
+            out.append((path.stem, data[pos + 4:pos + 4 + length]))
+            pos += 4 + length
+    return out
+
+
+RECORDED = _recorded()
+
+
+def test_frames_were_recorded_from_real_clients():
+    clients = {client for client, _ in RECORDED}
+    assert {"cpp", "node"} <= clients, f"recorded clients: {sorted(clients)}"
+    assert len(RECORDED) >= 60
+
+
+@pytest.mark.parametrize("client", sorted({client for client, _ in RECORDED}))
+def test_every_recorded_client_frame_decodes_the_same_and_so_do_its_encodes(C, client):
+    """Each frame on both paths (the compiled one alone, no fall-back), the command encoded again and the broker's
+    answer to it (a response with a msgId) encoded on both paths."""
+    frames = [data for who, data in RECORDED if who == client]
+    with Handled(C):
+        commands = [C.decode_frame(data) for data in frames]
+    for data, cmd in zip(frames, commands):
+        assert outcome(lambda: cmd) == outcome(pure_decode_frame, data)
+        assert_same_frame(C, data)
+        answer = cmd.response(0, None, {"msgId": "7F000001" * 4, "queueId": cmd.ext_fields.get("e", "0")}, b"")
+        with Handled(C, decode=False):
+            encoded = [C.encode_frame(answer), C.encode_frame(cmd)]
+        assert encoded == [pure_encode_frame(answer), pure_encode_frame(cmd)]
+
+
+@pytest.mark.parametrize("client", sorted({client for client, _ in RECORDED}))
+def test_a_recorded_stream_is_cut_into_the_same_commands_on_both_paths(C, client):
+    stream = (FRAMES / f"{client}.frames").read_bytes()
+    got = []
+    for decode in (C.decode_frame, pure_decode_frame):
+        frame.decode_frame = decode
+        try:
+            got.append([outcome(lambda c=c: c) for c in FrameDecoder().feed(stream)])
+        finally:
+            frame.decode_frame = _CHOSEN_DECODE
+    assert got[0] == got[1] and len(got[0]) == sum(who == client for who, _ in RECORDED)
