@@ -79,13 +79,14 @@ def cases(c) -> dict:
     ext = {"MSG_REGION": "DefaultRegion", "TRACE_ON": True, "msgId": "7F00000100002A9F00000000000A1B2C",
            "queueId": 1, "queueOffset": 123456}
 
-    def respond(encode):
-        return lambda req: encode(req.response(ResponseCode.SUCCESS, None, ext))
+    def respond(response, encode):
+        return lambda req: encode(response(req, ResponseCode.SUCCESS, None, ext, b""))
 
-    def feed(decode):
+    def feed(codec):
         def run(stream):
-            frame.decode_frame = decode  # the one the decoder calls
-            return FrameDecoder().feed(stream)
+            decoder = FrameDecoder()
+            decoder.codec = codec  # None: the pure path
+            return decoder.feed(stream)
         return run
 
     answer = request.response(ResponseCode.SUCCESS, None, ext)
@@ -94,8 +95,9 @@ def cases(c) -> dict:
     binary_data = frame.pure_encode_frame(binary)[4:]
     return {
         "decode SEND_MESSAGE_V2": (frame.pure_decode_frame, c.decode_frame, data),
-        "FrameDecoder.feed, one frame": (feed(frame.pure_decode_frame), feed(c.decode_frame), whole),
-        "response() + encode_frame": (respond(frame.pure_encode_frame), respond(c.encode_frame), request),
+        "FrameDecoder.feed, one frame": (feed(None), feed(c), whole),
+        "response() + encode_frame": (respond(frame.pure_response, frame.pure_encode_frame),
+                                      respond(c.response, c.encode_frame), request),
         "encode_frame of that answer": (frame.pure_encode_frame, c.encode_frame, answer),
         "decode binary header": (frame.pure_decode_frame, c.decode_frame, binary_data),
     }
@@ -112,18 +114,14 @@ def main() -> None:
     c = frame.bind_compiled(native.compiled("_cframe"))
     if c is None:
         raise SystemExit(f"rmqstore._native._cframe is not built: {native.status()['_cframe']}")
-    chosen = frame.decode_frame
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     table = cases(c)
     times: dict[str, dict[str, list[float]]] = {name: {"pure": [], "compiled": []} for name in table}
-    try:
-        for r in range(args.rounds):
-            for name, (pure, compiled, arg) in table.items():
-                order = [("pure", pure), ("compiled", compiled)]
-                for path, fn in order if r % 2 == 0 else order[::-1]:  # alternate which goes first
-                    times[name][path].append(per_call_us(fn, arg, calls))
-    finally:
-        frame.decode_frame = chosen
+    for r in range(args.rounds):
+        for name, (pure, compiled, arg) in table.items():
+            order = [("pure", pure), ("compiled", compiled)]
+            for path, fn in order if r % 2 == 0 else order[::-1]:  # alternate which goes first
+                times[name][path].append(per_call_us(fn, arg, calls))
     load_after = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     rows = {}
     for name, t in times.items():

@@ -21,7 +21,8 @@
  *     type 0 or 1, within the frame limits.
  * Any error of the bytes (bad JSON, missing code, numbers out of range, bad UTF-8, a short binary
  * header) is a fall-back too: the reference raises its own RemotingFrameError with its own words.
- * CONSTANTS holds the two numbers it decides by (tests/unit/test_native_constants.py holds them to Python's).
+ * CONSTANTS holds the numbers it decides by (tests/unit/test_native_constants.py holds them to Python's).
+ * cut_frames() is FrameDecoder's loop over a buffer of whole frames (it stops where the pure step must go on).
  * counters() says how often each side was answered here and how often it fell back (the tests prove real client traffic does not).
  */
 #define PY_SSIZE_T_CLEAN
@@ -38,13 +39,14 @@
 #define ERR (-1)
 
 #define MAX_FRAME_LENGTH (16 * 1024 * 1024)
+#define RPC_TYPE_RESPONSE 1 /* flag bit 0: a response */
 #define BINARY_HEADER_FIXED_SIZE 13 /* code i16, language i8, version i16, opaque i32, flag i32 */
 #define MAX_DEPTH 64
 
 /* bound by setup(): the command class, the serialize types, the language tables, the pure codec */
 static PyObject *command_class, *st_json, *st_rocketmq, *language_names, *language_codes, *other_name;
 static long other_code;
-static PyObject *pure_decode_frame, *pure_decode_header, *pure_encode_frame, *pure_encode_header;
+static PyObject *pure_decode_frame, *pure_decode_header, *pure_encode_frame, *pure_encode_header, *pure_response;
 static PyObject *s_code, *s_ext_fields, *s_body, *s_remark, *s_opaque, *s_flag, *s_language, *s_version,
     *s_serialize_type, *s_java, *empty_bytes, *empty_tuple;
 static unsigned long long decoded, decode_fallbacks, encoded, encode_fallbacks;
@@ -63,31 +65,35 @@ static void head_clear(Head *h)
     Py_CLEAR(h->language);
 }
 
-/* A RemotingCommand as the reference's constructor makes it: the attributes set in field order. */
-static PyObject *make_command(Head *h, PyObject *body, PyObject *serialize_type)
+/* A RemotingCommand as the reference's constructor makes it: the attributes set in field order.  Steals
+ * the references in vals (any may be NULL after a failed allocation: then NULL). */
+static PyObject *new_command(PyObject *vals[9])
 {
+    static PyObject **names[9] = {&s_code, &s_ext_fields, &s_body, &s_remark, &s_opaque, &s_flag, &s_language,
+                                  &s_version, &s_serialize_type};
     PyTypeObject *tp = (PyTypeObject *)command_class;
     PyObject *obj = tp->tp_new(tp, empty_tuple, NULL);
-    if (obj == NULL)
+    int bad = obj == NULL;
+    for (int i = 0; i < 9; i++) {
+        if (vals[i] == NULL || (!bad && PyObject_SetAttr(obj, *names[i], vals[i]) < 0))
+            bad = 1;
+        Py_XDECREF(vals[i]);
+    }
+    if (bad) {
+        Py_XDECREF(obj);
         return NULL;
+    }
+    return obj;
+}
+
+static PyObject *make_command(Head *h, PyObject *body, PyObject *serialize_type)
+{
     PyObject *vals[9] = {PyLong_FromLongLong(h->code), h->ext ? Py_NewRef(h->ext) : PyDict_New(),
                          Py_NewRef(body), Py_NewRef(h->remark ? h->remark : Py_None),
                          PyLong_FromLongLong(h->opaque), PyLong_FromLongLong(h->flag),
                          Py_NewRef(h->language ? h->language : s_java), PyLong_FromLongLong(h->version),
                          Py_NewRef(serialize_type)};
-    PyObject *names[9] = {s_code, s_ext_fields, s_body, s_remark, s_opaque, s_flag, s_language, s_version,
-                          s_serialize_type};
-    int bad = 0;
-    for (int i = 0; i < 9; i++) {
-        if (vals[i] == NULL || (!bad && PyObject_SetAttr(obj, names[i], vals[i]) < 0))
-            bad = 1;
-        Py_XDECREF(vals[i]);
-    }
-    if (bad) {
-        Py_DECREF(obj);
-        return NULL;
-    }
-    return obj;
+    return new_command(vals);
 }
 
 /* A language code's name (a new reference), OTHER for a code LanguageCode does not have. */
@@ -643,6 +649,23 @@ static PyObject *decode(int serialize_type, const unsigned char *header, Py_ssiz
     return out;
 }
 
+/* The frame data[0:n] (after its length field) as a command; NULL with no error set: fall back. */
+static PyObject *decode_frame_bytes(const unsigned char *p, Py_ssize_t n)
+{
+    if (n < 4)
+        return NULL;
+    uint32_t meta = (uint32_t)be32(p);
+    Py_ssize_t header_len = meta & 0xFFFFFF;
+    if (4 + header_len > n)
+        return NULL;
+    PyObject *body = PyBytes_FromStringAndSize((const char *)p + 4 + header_len, n - 4 - header_len);
+    if (body == NULL)
+        return NULL;
+    PyObject *out = decode((int)(meta >> 24), p + 4, header_len, body);
+    Py_DECREF(body);
+    return out;
+}
+
 static PyObject *cframe_decode_frame(PyObject *self, PyObject *data)
 {
     if (!check_setup())
@@ -650,32 +673,51 @@ static PyObject *cframe_decode_frame(PyObject *self, PyObject *data)
     Py_buffer view;
     if (PyObject_GetBuffer(data, &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
-        goto fallback;
+    } else {
+        PyObject *out = decode_frame_bytes(view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (out != NULL)
+            decoded++;
+        if (out != NULL || PyErr_Occurred())
+            return out;
     }
-    PyObject *out = NULL;
-    const unsigned char *p = view.buf;
-    if (view.len >= 4) {
-        uint32_t meta = (uint32_t)be32(p);
-        Py_ssize_t header_len = meta & 0xFFFFFF;
-        if (4 + header_len <= view.len) {
-            PyObject *body = PyBytes_FromStringAndSize((const char *)p + 4 + header_len,
-                                                       view.len - 4 - header_len);
-            if (body == NULL) {
-                PyBuffer_Release(&view);
-                return NULL;
-            }
-            out = decode((int)(meta >> 24), p + 4, header_len, body);
-            Py_DECREF(body);
-        }
-    }
-    PyBuffer_Release(&view);
-    if (out != NULL)
-        decoded++;
-    if (out != NULL || PyErr_Occurred())
-        return out;
-fallback:
     decode_fallbacks++;
     return PyObject_CallOneArg(pure_decode_frame, data);
+}
+
+/* FrameDecoder's loop: the whole frames at the start of buf that this module decodes by itself, as
+ * ([command, ...], bytes they took).  It stops, taking nothing more, at a frame not whole yet, a bad
+ * length or a frame it would hand to the reference: the caller's pure step takes that one. */
+static PyObject *cframe_cut_frames(PyObject *self, PyObject *buf)
+{
+    if (!check_setup())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *out = PyList_New(0);
+    const unsigned char *p = view.buf;
+    Py_ssize_t pos = 0;
+    while (out != NULL && view.len - pos >= 4) {
+        int32_t length = be32(p + pos);
+        if (length < 4 || (int64_t)length + 4 > MAX_FRAME_LENGTH || view.len - pos - 4 < length)
+            break;
+        PyObject *cmd = decode_frame_bytes(p + pos + 4, length);
+        if (cmd == NULL) {
+            if (PyErr_Occurred())
+                Py_CLEAR(out);
+            break;
+        }
+        decoded++;
+        if (PyList_Append(out, cmd) < 0)
+            Py_CLEAR(out);
+        Py_DECREF(cmd);
+        pos += 4 + (Py_ssize_t)length;
+    }
+    PyBuffer_Release(&view);
+    if (out == NULL)
+        return NULL;
+    return Py_BuildValue("(Nn)", out, pos);
 }
 
 static PyObject *cframe_decode_header(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -1072,13 +1114,84 @@ static PyObject *cframe_encode_frame(PyObject *self, PyObject *cmd)
     return encode_answer(rc, out, pure_encode_frame, cmd);
 }
 
+/* -- the answer to a request ------------------------------------------------------------------ */
+
+/* An extFields value as RemotingCommand.response keeps it (the reference's _ext_str): a str, "true" or
+ * "false", str() of an int; anything else: FALLBACK. */
+static int response_value(PyObject *v, PyObject **out)
+{
+    if (PyUnicode_CheckExact(v)) {
+        *out = Py_NewRef(v);
+        return OK;
+    }
+    if (PyBool_Check(v)) {
+        *out = PyUnicode_FromString(v == Py_True ? "true" : "false");
+        return *out ? OK : ERR;
+    }
+    if (PyLong_CheckExact(v)) {
+        *out = PyObject_Str(v);
+        return *out ? OK : ERR;
+    }
+    return FALLBACK;
+}
+
+/* {k: str(v)} of the answer's ext fields, None values dropped; NULL with no error set: fall back. */
+static PyObject *response_ext(PyObject *ext)
+{
+    if (ext != Py_None && !PyDict_CheckExact(ext))
+        return NULL;
+    PyObject *d = PyDict_New(), *k, *v;
+    Py_ssize_t pos = 0;
+    if (d == NULL || ext == Py_None || PyDict_GET_SIZE(ext) == 0)
+        return d;
+    while (PyDict_Next(ext, &pos, &k, &v)) {
+        PyObject *text;
+        if (v == Py_None)
+            continue;
+        int rc = response_value(v, &text);
+        if (rc == OK) {
+            rc = PyDict_SetItem(d, k, text) < 0 ? ERR : OK;
+            Py_DECREF(text);
+        }
+        if (rc != OK) {
+            Py_DECREF(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+static PyObject *cframe_response(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (!check_setup())
+        return NULL;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "response(request, code, remark, ext_fields, body) takes 5 arguments");
+        return NULL;
+    }
+    PyObject *req = args[0], *ext = response_ext(args[3]);
+    if (ext == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        encode_fallbacks++;
+        return PyObject_Vectorcall(pure_response, args, nargs, NULL);
+    }
+    PyObject *vals[9] = {Py_NewRef(args[1]), ext, Py_NewRef(args[4]), Py_NewRef(args[2]),
+                         PyObject_GetAttr(req, s_opaque), PyLong_FromLong(RPC_TYPE_RESPONSE), Py_NewRef(s_java),
+                         PyObject_GetAttr(req, s_version), PyObject_GetAttr(req, s_serialize_type)};
+    PyObject *out = new_command(vals);
+    if (out != NULL)
+        encoded++;
+    return out;
+}
+
 /* -- setup and counters ----------------------------------------------------------------------- */
 
 static PyObject *cframe_setup(PyObject *self, PyObject *args)
 {
-    PyObject *cls, *json, *rocketmq, *names, *codes, *other, *dframe, *dheader, *eframe, *eheader;
-    if (!PyArg_ParseTuple(args, "O!OOO!O!UOOOO:setup", &PyType_Type, &cls, &json, &rocketmq, &PyDict_Type, &names,
-                          &PyDict_Type, &codes, &other, &dframe, &dheader, &eframe, &eheader))
+    PyObject *cls, *json, *rocketmq, *names, *codes, *other, *dframe, *dheader, *eframe, *eheader, *resp;
+    if (!PyArg_ParseTuple(args, "O!OOO!O!UOOOOO:setup", &PyType_Type, &cls, &json, &rocketmq, &PyDict_Type, &names,
+                          &PyDict_Type, &codes, &other, &dframe, &dheader, &eframe, &eheader, &resp))
         return NULL;
     PyObject *code = PyDict_GetItemWithError(codes, other);
     if (code == NULL) {
@@ -1099,6 +1212,7 @@ static PyObject *cframe_setup(PyObject *self, PyObject *args)
     Py_XSETREF(pure_decode_header, Py_NewRef(dheader));
     Py_XSETREF(pure_encode_frame, Py_NewRef(eframe));
     Py_XSETREF(pure_encode_header, Py_NewRef(eheader));
+    Py_XSETREF(pure_response, Py_NewRef(resp));
     Py_RETURN_NONE;
 }
 
@@ -1111,8 +1225,13 @@ static PyObject *cframe_counters(PyObject *self, PyObject *unused)
 static PyMethodDef cframe_methods[] = {
     {"setup", cframe_setup, METH_VARARGS,
      "setup(command_class, json, rocketmq, language_names, language_codes, other_name, decode_frame,\n"
-     "decode_header, encode_frame, encode_header): bind the command class, the serialize types, the\n"
-     "language tables (code -> name, name -> code) and the pure codec this module falls back to."},
+     "decode_header, encode_frame, encode_header, response): bind the command class, the serialize types,\n"
+     "the language tables (code -> name, name -> code) and the pure codec this module falls back to."},
+    {"cut_frames", cframe_cut_frames, METH_O,
+     "cut_frames(buf) -> ([RemotingCommand, ...], used): the whole frames at buf's start decoded here, up to\n"
+     "the first that is not whole, has a bad length or needs the pure codec (FrameDecoder's loop)."},
+    {"response", (PyCFunction)(void (*)(void))cframe_response, METH_FASTCALL,
+     "response(request, code, remark, ext_fields, body) -> RemotingCommand: RemotingCommand.response, compiled."},
     {"decode_frame", cframe_decode_frame, METH_O,
      "decode_frame(data) -> RemotingCommand: rmqstore.remoting.frame.decode_frame, compiled."},
     {"decode_header", (PyCFunction)(void (*)(void))cframe_decode_header, METH_FASTCALL,
@@ -1139,8 +1258,8 @@ static int cframe_exec(PyObject *m)
         return -1;
     if (empty_tuple == NULL && (empty_tuple = PyTuple_New(0)) == NULL)
         return -1;
-    PyObject *constants = Py_BuildValue("{sisi}", "MAX_FRAME_LENGTH", MAX_FRAME_LENGTH, "BINARY_HEADER_FIXED_SIZE",
-                                        BINARY_HEADER_FIXED_SIZE);
+    PyObject *constants = Py_BuildValue("{sisisi}", "MAX_FRAME_LENGTH", MAX_FRAME_LENGTH, "BINARY_HEADER_FIXED_SIZE",
+                                        BINARY_HEADER_FIXED_SIZE, "RPC_TYPE_RESPONSE", RPC_TYPE_RESPONSE);
     if (constants == NULL)
         return -1;
     int rc = PyModule_AddObjectRef(m, "CONSTANTS", constants);

@@ -39,7 +39,8 @@ sits a compiled codec, ``rmqstore._native._cframe``, chosen as the store chooses
 modules (:func:`rmqstore.common.native.module`; ``RMQSTORE_PURE=1`` turns it off).  Callers see one
 interface -- :func:`decode_frame`, :func:`encode_frame`, :func:`decode_header`,
 :func:`encode_header`, and :class:`FrameDecoder` built on them -- and do not know which path runs.
-The compiled codec answers what real clients send (the JSON fastjson and our own encoder write,
+:class:`FrameDecoder` cuts whole frames in the compiled loop too (``cut_frames``), and
+:meth:`RemotingCommand.response` builds an answer in C.  The compiled codec answers what real clients send (the JSON fastjson and our own encoder write,
 escapes and all, the binary header, a response made by :meth:`RemotingCommand.response`); anything
 else -- a float, a lone surrogate, a number out of range, bytes that are no header -- it hands to the
 pure function with the same arguments, so an odd input is answered, or refused with the same
@@ -64,7 +65,7 @@ __all__ = [
     "FRAME_FIELDS", "BINARY_HEADER_FIELDS", "MAX_FRAME_LENGTH", "RemotingCommand", "RemotingFrameError",
     "FrameDecoder", "encode_frame", "decode_frame", "encode_header", "decode_header", "frame_field_spans",
     "header_field_spans", "pure_encode_frame", "pure_decode_frame", "pure_encode_header", "pure_decode_header",
-    "bind_compiled",
+    "pure_response", "bind_compiled",
 ]
 
 #: Netty's FRAME_MAX_LENGTH in RocketMQ: the length field plus what it counts
@@ -138,10 +139,17 @@ class RemotingCommand:
 
     def response(self, code: int, remark: str | None = None, ext_fields: dict | None = None,
                  body: bytes = b"") -> "RemotingCommand":
-        """The response to this request: same opaque, same serialize type, flag bit 0 set."""
-        return RemotingCommand(code, {k: _ext_str(v) for k, v in (ext_fields or {}).items() if v is not None},
-                               body, remark, self.opaque, RPC_TYPE_RESPONSE, "JAVA", self.version,
-                               self.serialize_type)
+        """The response to this request: same opaque, same serialize type, flag bit 0 set (see
+        :func:`pure_response`; the compiled codec makes it where it is built)."""
+        return _respond(self, code, remark, ext_fields, body)
+
+
+def pure_response(request: RemotingCommand, code: int, remark: str | None = None, ext_fields: dict | None = None,
+                  body: bytes = b"") -> RemotingCommand:
+    """:meth:`RemotingCommand.response`, the reference: every ext value a string as Java keeps them, None dropped."""
+    return RemotingCommand(code, {k: _ext_str(v) for k, v in (ext_fields or {}).items() if v is not None},
+                           body, remark, request.opaque, RPC_TYPE_RESPONSE, "JAVA", request.version,
+                           request.serialize_type)
 
 
 def _ext_str(value) -> str:
@@ -307,7 +315,7 @@ def bind_compiled(mod):
     if mod is not None:
         mod.setup(RemotingCommand, SerializeType.JSON, SerializeType.ROCKETMQ, dict(_LANGUAGE_NAMES),
                   {name: int(code) for name, code in LanguageCode.__members__.items()}, LanguageCode.OTHER.name,
-                  pure_decode_frame, pure_decode_header, pure_encode_frame, pure_encode_header)
+                  pure_decode_frame, pure_decode_header, pure_encode_frame, pure_encode_header, pure_response)
     return mod
 
 
@@ -321,6 +329,8 @@ encode_frame: Callable[[RemotingCommand], bytes] = _CFRAME.encode_frame if _CFRA
 decode_header: Callable[[int, bytes], RemotingCommand] = _CFRAME.decode_header if _CFRAME else pure_decode_header
 #: a command -> its header bytes in ``cmd.serialize_type``
 encode_header: Callable[[RemotingCommand], bytes] = _CFRAME.encode_header if _CFRAME else pure_encode_header
+#: what :meth:`RemotingCommand.response` calls
+_respond: Callable[..., RemotingCommand] = _CFRAME.response if _CFRAME else pure_response
 
 
 def frame_field_spans(frame: bytes, *, expand_header: bool = False) -> list[tuple[str, int, int, Field]]:
@@ -446,6 +456,9 @@ class FrameDecoder:
     wire, e.g. :class:`~rmqstore.remoting.recorder.FrameRecorder`).
     """
 
+    #: the compiled codec this decoder cuts and decodes with (None: the pure path); the codec chosen at import
+    codec = _CFRAME
+
     def __init__(self, recorder: "Callable[[RemotingCommand, bytes], None] | None" = None):
         self._buf = bytearray()
         self.recorder = recorder  # called with each command and its whole frame (length field included)
@@ -466,14 +479,23 @@ class FrameDecoder:
         return out
 
     def _cut(self, out: list[RemotingCommand]) -> None:
+        codec = self.codec
         while len(self._buf) >= 4:
+            if codec is not None and self.recorder is None:
+                # the compiled loop takes every whole frame it decodes by itself; the step below takes the
+                # frame it stopped at (not whole yet, a bad length, or one for the pure codec)
+                commands, used = codec.cut_frames(self._buf)
+                if used:
+                    out += commands
+                    del self._buf[:used]
+                    continue
             length = _I32.unpack_from(self._buf, 0)[0]
             check_length(length)
             if len(self._buf) < 4 + length:
                 break
             frame = bytes(self._buf[:4 + length])
             del self._buf[:4 + length]
-            cmd = decode_frame(frame[4:])
+            cmd = (codec.decode_frame if codec is not None else pure_decode_frame)(frame[4:])
             if self.recorder is not None:
                 self.recorder(cmd, frame)
             out.append(cmd)

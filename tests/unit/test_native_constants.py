@@ -41,6 +41,7 @@ PYTHON = {
     "SCHEDULE_TOPIC": SCHEDULE_TOPIC,
     "MAX_FRAME_LENGTH": frame.MAX_FRAME_LENGTH,
     "BINARY_HEADER_FIXED_SIZE": frame._BINARY_FIXED.size,
+    "RPC_TYPE_RESPONSE": frame.RPC_TYPE_RESPONSE,
 }
 
 #: each position C exports in LAYOUT -> Python's (the layout table's)
