@@ -432,3 +432,30 @@ def test_a_recorded_stream_is_cut_into_the_same_commands_on_both_paths(C, client
         got = _stream_outcome(C, stream, [1000, 1, 7])
     assert got == _stream_outcome(None, stream, [1000, 1, 7])
     assert got[0] == "ok" and len(got[1]) == sum(who == client for who, _ in RECORDED) and got[2] == 0
+
+
+_JSON_BYTES = b'{}[]":,\\u0123456789abcdefE.-+ntrl \x00\x80\xc3\xa9\xed\xf0'
+
+
+@st.composite
+def mutated_client_frames(draw) -> bytes:
+    """A recorded frame with a few bytes replaced, inserted or cut (JSON's own characters more often)."""
+    data = bytearray(draw(st.sampled_from([d for _, d in RECORDED])))
+    for _ in range(draw(st.integers(1, 4))):
+        at = draw(st.integers(0, len(data)))
+        piece = draw(st.binary(min_size=1, max_size=3) | st.lists(st.sampled_from(_JSON_BYTES), min_size=1,
+                                                                  max_size=3).map(bytes))
+        how = draw(st.sampled_from(["replace", "insert", "cut"]))
+        if how == "replace":
+            data[at:at + len(piece)] = piece
+        elif how == "insert":
+            data[at:at] = piece
+        else:
+            del data[at:at + len(piece)]
+    return bytes(data)
+
+
+@settings(max_examples=500)
+@given(mutated_client_frames())
+def test_fuzz_mutated_client_frames_give_the_same_command_or_the_same_error(C, data):
+    assert_same_frame(C, data)
