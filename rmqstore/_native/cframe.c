@@ -3,8 +3,9 @@
  * rmqstore.remoting.frame holds the reference codec in pure Python (the lesson: json.loads, struct);
  * this module does the same work for the frames real clients send and a broker answers, and hands
  * everything else back to that reference.  Each entry point -- decode_frame, decode_header,
- * encode_frame, encode_header -- either produces the answer itself or calls the pure function bound
- * by setup() with the same arguments, so an answer is never different: only faster or not.
+ * encode_frame, encode_header, response (the reference's RemotingCommand.response) -- either produces
+ * the answer itself or calls the pure function bound by setup() with the same arguments, so an answer
+ * is never different: only faster or not.
  *
  * What it handles itself (everything else *falls back*, it is never guessed at):
  *   - a JSON header that is one object, JSON whitespace anywhere JSON allows it; keys and strings
@@ -21,9 +22,11 @@
  *     type 0 or 1, within the frame limits.
  * Any error of the bytes (bad JSON, missing code, numbers out of range, bad UTF-8, a short binary
  * header) is a fall-back too: the reference raises its own RemotingFrameError with its own words.
- * CONSTANTS holds the numbers it decides by (tests/unit/test_native_constants.py holds them to Python's).
- * cut_frames() is FrameDecoder's loop over a buffer of whole frames (it stops where the pure step must go on).
- * counters() says how often each side was answered here and how often it fell back (the tests prove real client traffic does not).
+ *
+ * cut_frames() is FrameDecoder's loop over a buffer of whole frames; it stops where the pure step must go
+ * on.  CONSTANTS holds the numbers the module decides by (tests/unit/test_native_constants.py holds them
+ * to Python's).  counters() says how many calls were answered here and how many fell back (a response
+ * counts as an encode); the tests prove that real client traffic never falls back.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>

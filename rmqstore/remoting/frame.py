@@ -37,16 +37,17 @@ The ``pure_*`` functions here are the reference and the lesson: ``json.loads`` a
 top to bottom.  A broker decodes a header and encodes an answer for every request, so beside them
 sits a compiled codec, ``rmqstore._native._cframe``, chosen as the store chooses its compiled
 modules (:func:`rmqstore.common.native.module`; ``RMQSTORE_PURE=1`` turns it off).  Callers see one
-interface -- :func:`decode_frame`, :func:`encode_frame`, :func:`decode_header`,
-:func:`encode_header`, and :class:`FrameDecoder` built on them -- and do not know which path runs.
-:class:`FrameDecoder` cuts whole frames in the compiled loop too (``cut_frames``), and
-:meth:`RemotingCommand.response` builds an answer in C.  The compiled codec answers what real clients send (the JSON fastjson and our own encoder write,
-escapes and all, the binary header, a response made by :meth:`RemotingCommand.response`); anything
-else -- a float, a lone surrogate, a number out of range, bytes that are no header -- it hands to the
-pure function with the same arguments, so an odd input is answered, or refused with the same
-:class:`RemotingFrameError` and the same words, exactly as here.
-``tests/unit/test_native_frame.py`` proves it on random commands, random bytes and frames recorded
-from real clients.
+interface -- :func:`decode_frame`, :func:`encode_frame`, :func:`decode_header`, :func:`encode_header`,
+:meth:`RemotingCommand.response` and :class:`FrameDecoder` (whose loop over whole frames runs in C
+too) -- and do not know which path runs.
+
+The compiled codec answers what real clients send and a broker answers: JSON as fastjson, jsoncpp,
+ali-ons and our own encoder write it, escapes and all, the binary header, responses.  Anything else
+-- a float, a lone surrogate, a number out of range, bytes that are no header -- it hands to the pure
+function with the same arguments, so an odd input is answered, or refused with the same
+:class:`RemotingFrameError` and the same words, exactly as here: the compiled path may only be
+faster, never different.  ``tests/unit/test_native_frame.py`` proves it on random commands and
+headers, random and mutated bytes, and frames recorded from the Java, C++ and Node clients.
 """
 
 from __future__ import annotations
