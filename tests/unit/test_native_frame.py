@@ -405,8 +405,10 @@ RECORDED = _recorded()
 
 def test_frames_were_recorded_from_real_clients():
     clients = {client for client, _ in RECORDED}
-    assert {"cpp", "node"} <= clients, f"recorded clients: {sorted(clients)}"
-    assert len(RECORDED) >= 60
+    assert {"java", "java_rocketmq", "cpp", "node"} <= clients, f"recorded clients: {sorted(clients)}"
+    types = {(client, pure_decode_frame(data).serialize_type) for client, data in RECORDED}
+    assert ("java_rocketmq", SerializeType.ROCKETMQ) in types and ("java", SerializeType.JSON) in types
+    assert len(RECORDED) >= 120
 
 
 @pytest.mark.parametrize("client", sorted({client for client, _ in RECORDED}))
@@ -423,6 +425,17 @@ def test_every_recorded_client_frame_decodes_the_same_and_so_do_its_encodes(C, c
         with Handled(C, decode=False):
             encoded = [C.encode_frame(answer), C.encode_frame(cmd)]
         assert encoded == [pure_encode_frame(answer), pure_encode_frame(cmd)]
+
+
+@pytest.mark.parametrize("client", ["java", "java_rocketmq"])
+def test_the_java_clients_frames_are_written_again_byte_for_byte_on_both_paths(C, client):
+    """Our encoder writes a header as the Java client's fastjson (and its binary writer) does: every recorded
+    Java frame, decoded and encoded again, is the same bytes on either path."""
+    frames = [data for who, data in RECORDED if who == client]
+    assert frames
+    for data in frames:
+        cmd = pure_decode_frame(data)
+        assert C.encode_frame(cmd)[4:] == pure_encode_frame(cmd)[4:] == data
 
 
 @pytest.mark.parametrize("client", sorted({client for client, _ in RECORDED}))
