@@ -127,11 +127,13 @@ def main() -> None:
     for name, t in times.items():
         pure, compiled = statistics.median(t["pure"]), statistics.median(t["compiled"])
         rows[name] = {"pure_us": round(pure, 3), "compiled_us": round(compiled, 3),
-                      "speedup": round(pure / compiled, 2), "rounds": t}
+                      "speedup": round(pure / compiled, 2), "pure_min_us": round(min(t["pure"]), 3),
+                      "compiled_min_us": round(min(t["compiled"]), 3), "rounds": t}
     print(f"frame codec, us per frame, median of {args.rounds} rounds x {calls} calls ({send_frame()[1]})")
-    print(f"{'case':<32}{'pure':>10}{'compiled':>10}{'speedup':>9}")
+    print(f"{'case':<32}{'pure':>10}{'compiled':>10}{'speedup':>9}{'fastest round':>22}")
     for name, row in rows.items():
-        print(f"{name:<32}{row['pure_us']:>10.2f}{row['compiled_us']:>10.2f}{row['speedup']:>8.1f}x")
+        print(f"{name:<32}{row['pure_us']:>10.2f}{row['compiled_us']:>10.2f}{row['speedup']:>8.1f}x"
+              f"{row['pure_min_us']:>12.2f} / {row['compiled_min_us']:.2f}")
     print(f"load before: {load}\nload after:  {load_after}")
     print(f"compiled counters: {c.counters()}")
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
