@@ -48,6 +48,7 @@ setup(
         extension("_cdispatch", "cdispatch.c"),
         extension("_cdecode", "cdecode.c"),
         extension("_cwait", "cwait.c"),
+        extension("_cframe", "cframe.c"),
     ],
     cmdclass={"build_ext": OptionalBuildExt},
 )

@@ -20,7 +20,10 @@ object, without the GIL:
     the full decode of a segment's records into columns (the dump scan, the Spark sources);
 ``rmqstore._native._cwait``
     the group commit's hand-off to the SYNC_FLUSH writers waiting for it, one wake-up for
-    all of them without the GIL (:mod:`rmqstore.engine.flush`).
+    all of them without the GIL (:mod:`rmqstore.engine.flush`);
+``rmqstore._native._cframe``
+    the remoting frame and header codec: a request's JSON or binary header in, an answer's frame
+    out (:mod:`rmqstore.remoting.frame`), handing whatever it does not handle exactly to the pure codec.
 
 Like markupsafe's or PyYAML's speedups, each is optional: where it did not build (no
 compiler, another platform) the pure path runs and nothing else changes.  Equality is
@@ -53,6 +56,7 @@ MODULES = {
     "_cdispatch": "dispatch to consume queues + index",
     "_cdecode": "full record decode to columns",
     "_cwait": "group commit hand-off to waiting writers",
+    "_cframe": "remoting frame + header codec",
 }
 
 _FORCED = os.environ.get(PURE_ENV, "").strip().lower() not in ("", "0", "false", "no")

@@ -30,6 +30,24 @@ members -- in a JSON header each ``"name":value`` pair, found with the JSON deco
 one ``extFields.<key>`` span per custom-header entry.
 Bad bytes raise :class:`RemotingFrameError` (a :class:`~rmqstore.common.errors.RmqStoreError`)
 and nothing else.
+
+Two paths, one codec
+--------------------
+The ``pure_*`` functions here are the reference and the lesson: ``json.loads`` and ``struct``, read
+top to bottom.  A broker decodes a header and encodes an answer for every request, so beside them
+sits a compiled codec, ``rmqstore._native._cframe``, chosen as the store chooses its compiled
+modules (:func:`rmqstore.common.native.module`; ``RMQSTORE_PURE=1`` turns it off).  Callers see one
+interface -- :func:`decode_frame`, :func:`encode_frame`, :func:`decode_header`, :func:`encode_header`,
+:meth:`RemotingCommand.response` and :class:`FrameDecoder` (whose loop over whole frames runs in C
+too) -- and do not know which path runs.
+
+The compiled codec answers what real clients send and a broker answers: JSON as fastjson, jsoncpp,
+ali-ons and our own encoder write it, escapes and all, the binary header, responses.  Anything else
+-- a float, a lone surrogate, a number out of range, bytes that are no header -- it hands to the pure
+function with the same arguments, so an odd input is answered, or refused with the same
+:class:`RemotingFrameError` and the same words, exactly as here: the compiled path may only be
+faster, never different.  ``tests/unit/test_native_frame.py`` proves it on random commands and
+headers, random and mutated bytes, and frames recorded from the Java, C++ and Node clients.
 """
 
 from __future__ import annotations
@@ -39,6 +57,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from ..common import native as _native
 from ..common.errors import RmqStoreError
 from ..format.layout import KIND_SIZES, Field
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, SerializeType
@@ -46,7 +65,8 @@ from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, SerializeType
 __all__ = [
     "FRAME_FIELDS", "BINARY_HEADER_FIELDS", "MAX_FRAME_LENGTH", "RemotingCommand", "RemotingFrameError",
     "FrameDecoder", "encode_frame", "decode_frame", "encode_header", "decode_header", "frame_field_spans",
-    "header_field_spans",
+    "header_field_spans", "pure_encode_frame", "pure_decode_frame", "pure_encode_header", "pure_decode_header",
+    "pure_response", "bind_compiled",
 ]
 
 #: Netty's FRAME_MAX_LENGTH in RocketMQ: the length field plus what it counts
@@ -120,10 +140,17 @@ class RemotingCommand:
 
     def response(self, code: int, remark: str | None = None, ext_fields: dict | None = None,
                  body: bytes = b"") -> "RemotingCommand":
-        """The response to this request: same opaque, same serialize type, flag bit 0 set."""
-        return RemotingCommand(code, {k: _ext_str(v) for k, v in (ext_fields or {}).items() if v is not None},
-                               body, remark, self.opaque, RPC_TYPE_RESPONSE, "JAVA", self.version,
-                               self.serialize_type)
+        """The response to this request: same opaque, same serialize type, flag bit 0 set (see
+        :func:`pure_response`; the compiled codec makes it where it is built)."""
+        return _respond(self, code, remark, ext_fields, body)
+
+
+def pure_response(request: RemotingCommand, code: int, remark: str | None = None, ext_fields: dict | None = None,
+                  body: bytes = b"") -> RemotingCommand:
+    """:meth:`RemotingCommand.response`, the reference: every ext value a string as Java keeps them, None dropped."""
+    return RemotingCommand(code, {k: _ext_str(v) for k, v in (ext_fields or {}).items() if v is not None},
+                           body, remark, request.opaque, RPC_TYPE_RESPONSE, "JAVA", request.version,
+                           request.serialize_type)
 
 
 def _ext_str(value) -> str:
@@ -136,8 +163,8 @@ def _ext_str(value) -> str:
 
 # -- headers ----------------------------------------------------------------------------------
 
-def encode_header(cmd: RemotingCommand) -> bytes:
-    """The header bytes in ``cmd.serialize_type``."""
+def pure_encode_header(cmd: RemotingCommand) -> bytes:
+    """The header bytes in ``cmd.serialize_type`` (the reference; callers use :func:`encode_header`)."""
     if cmd.serialize_type == SerializeType.ROCKETMQ:
         return _encode_binary(cmd)
     head = {"code": cmd.code, "extFields": cmd.ext_fields, "flag": cmd.flag, "language": cmd.language,
@@ -234,7 +261,8 @@ def _decode_binary(data: bytes) -> RemotingCommand:
     return RemotingCommand(code, ext, b"", remark, opaque, flag, language, version, SerializeType.ROCKETMQ)
 
 
-def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
+def pure_decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
+    """The header ``data`` in ``serialize_type`` (the reference; callers use :func:`decode_header`)."""
     if serialize_type == SerializeType.JSON:
         return _decode_json(data)
     if serialize_type == SerializeType.ROCKETMQ:
@@ -244,9 +272,9 @@ def decode_header(serialize_type: int, data: bytes) -> RemotingCommand:
 
 # -- frames -----------------------------------------------------------------------------------
 
-def encode_frame(cmd: RemotingCommand) -> bytes:
-    """The whole frame, length field included."""
-    header = encode_header(cmd)
+def pure_encode_frame(cmd: RemotingCommand) -> bytes:
+    """The whole frame, length field included (the reference; callers use :func:`encode_frame`)."""
+    header = pure_encode_header(cmd)
     body = cmd.body or b""
     length = 4 + len(header) + len(body)
     if length + 4 > MAX_FRAME_LENGTH or len(header) >= 1 << 24:
@@ -262,17 +290,48 @@ def check_length(length: int) -> None:
         raise RemotingFrameError(f"frame length {length} exceeds the {MAX_FRAME_LENGTH}-byte limit")
 
 
-def decode_frame(data: bytes) -> RemotingCommand:
-    """Decode the bytes after the length field (``4 + header + body``)."""
+def pure_decode_frame(data: bytes) -> RemotingCommand:
+    """Decode the bytes after the length field (``4 + header + body``) (the reference; callers use
+    :func:`decode_frame`)."""
     if len(data) < 4:
         raise RemotingFrameError(f"a frame needs at least 4 bytes after its length, got {len(data)}")
     meta = _I32.unpack_from(data, 0)[0]
     serialize_type, header_length = (meta >> 24) & 0xFF, meta & 0xFFFFFF
     if 4 + header_length > len(data):
         raise RemotingFrameError(f"header length {header_length} runs past the frame's {len(data)} bytes")
-    cmd = decode_header(serialize_type, bytes(data[4:4 + header_length]))
+    cmd = pure_decode_header(serialize_type, bytes(data[4:4 + header_length]))
     cmd.body = bytes(data[4 + header_length:])
     return cmd
+
+
+# -- the one interface: the compiled codec where it is built, else the reference ---------------
+
+def bind_compiled(mod):
+    """``mod`` (``rmqstore._native._cframe``, or None) bound to this module's command class, serialize
+    types, language tables and pure codec -- what it builds, and what it falls back to.  Returns ``mod``.
+
+    The module chosen below is bound at import; the equality tests bind the one
+    :func:`rmqstore.common.native.compiled` gives them, whatever ``RMQSTORE_PURE`` says.
+    """
+    if mod is not None:
+        mod.setup(RemotingCommand, SerializeType.JSON, SerializeType.ROCKETMQ, dict(_LANGUAGE_NAMES),
+                  {name: int(code) for name, code in LanguageCode.__members__.items()}, LanguageCode.OTHER.name,
+                  pure_decode_frame, pure_decode_header, pure_encode_frame, pure_encode_header, pure_response)
+    return mod
+
+
+_CFRAME = bind_compiled(_native.module("_cframe"))
+
+#: the bytes after a frame's length field -> its command (raises :class:`RemotingFrameError`)
+decode_frame: Callable[[bytes], RemotingCommand] = _CFRAME.decode_frame if _CFRAME else pure_decode_frame
+#: a command -> its whole frame, length field included
+encode_frame: Callable[[RemotingCommand], bytes] = _CFRAME.encode_frame if _CFRAME else pure_encode_frame
+#: (serialize type, header bytes) -> a command with an empty body
+decode_header: Callable[[int, bytes], RemotingCommand] = _CFRAME.decode_header if _CFRAME else pure_decode_header
+#: a command -> its header bytes in ``cmd.serialize_type``
+encode_header: Callable[[RemotingCommand], bytes] = _CFRAME.encode_header if _CFRAME else pure_encode_header
+#: what :meth:`RemotingCommand.response` calls
+_respond: Callable[..., RemotingCommand] = _CFRAME.response if _CFRAME else pure_response
 
 
 def frame_field_spans(frame: bytes, *, expand_header: bool = False) -> list[tuple[str, int, int, Field]]:
@@ -398,6 +457,9 @@ class FrameDecoder:
     wire, e.g. :class:`~rmqstore.remoting.recorder.FrameRecorder`).
     """
 
+    #: the compiled codec this decoder cuts and decodes with (None: the pure path); the codec chosen at import
+    codec = _CFRAME
+
     def __init__(self, recorder: "Callable[[RemotingCommand, bytes], None] | None" = None):
         self._buf = bytearray()
         self.recorder = recorder  # called with each command and its whole frame (length field included)
@@ -418,14 +480,23 @@ class FrameDecoder:
         return out
 
     def _cut(self, out: list[RemotingCommand]) -> None:
+        codec = self.codec
         while len(self._buf) >= 4:
+            if codec is not None and self.recorder is None:
+                # the compiled loop takes every whole frame it decodes by itself; the step below takes the
+                # frame it stopped at (not whole yet, a bad length, or one for the pure codec)
+                commands, used = codec.cut_frames(self._buf)
+                if used:
+                    out += commands
+                    del self._buf[:used]
+                    continue
             length = _I32.unpack_from(self._buf, 0)[0]
             check_length(length)
             if len(self._buf) < 4 + length:
                 break
             frame = bytes(self._buf[:4 + length])
             del self._buf[:4 + length]
-            cmd = decode_frame(frame[4:])
+            cmd = (codec.decode_frame if codec is not None else pure_decode_frame)(frame[4:])
             if self.recorder is not None:
                 self.recorder(cmd, frame)
             out.append(cmd)

@@ -28,6 +28,17 @@ def test_ci_runs_the_fast_path():
     assert native.active(), native.describe()
 
 
+def test_setup_builds_every_compiled_module_and_no_other():
+    """setup.py's extensions are native.MODULES: a module added to one and not the other would never be
+    built (CI's test above fails) or never be chosen."""
+    import re
+
+    built = re.findall(r'extension\("(\w+)", "(\w+)\.c"\)', (ROOT / "setup.py").read_text())
+    assert sorted(name for name, _ in built) == sorted(native.MODULES)
+    for name, source in built:
+        assert name == f"_{source}" and (ROOT / "rmqstore" / "_native" / f"{source}.c").is_file()
+
+
 def _version(env_extra: dict) -> str:
     env = dict(os.environ, **env_extra)
     out = subprocess.run([sys.executable, "-m", "rmqstore.cli", "--version"], capture_output=True, text=True,
