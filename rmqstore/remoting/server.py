@@ -6,8 +6,13 @@ One :class:`Connection` class serves both ends of a socket.  Its read loop cuts 
 * a **response** completes the future of the request with the same opaque in the
   connection's table of open requests (:meth:`Connection.invoke`); a response nobody waits
   for any more (timed out) is dropped;
-* a **request** goes to the processor registered for its code, in a task of its own, so
-  a slow request (a long-polling pull) never holds up the next one on the same socket.
+* a **request** goes to the processor registered for its code.  A processor that can answer
+  at once returns its response (a send whose put is done, under ASYNC_FLUSH): the reader
+  answers it without a task, and the answers to the requests cut from one read leave in one
+  write (at most ``HELD_MAX`` bytes are held, and never while the reader waits) -- the Java
+  client's threads share one connection, so a read often holds several sends.  A processor
+  that cannot returns an awaitable (a coroutine), which runs in a task of its own, so a slow
+  request (a long-polling pull) never holds up the next one on the same socket.
   The processor's response goes back with the request's opaque and serialize type; a
   oneway request gets none.  An unknown code is answered REQUEST_CODE_NOT_SUPPORTED with
   RocketMQ's remark, an exception inside a processor SYSTEM_ERROR with a remark naming
@@ -82,6 +87,13 @@ RpcHook = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 
 #: bytes a connection reads at a time (also its stream reader's buffer limit)
 READ_CHUNK = 64 * 1024
+#: bytes of answers a reader holds for one write (:meth:`Connection._write_held`); a bigger answer goes at once
+HELD_MAX = 64 * 1024
+
+
+def _awaitable(result: Any) -> bool:
+    """Whether a processor's result is still to be awaited (not an answer given at once)."""
+    return asyncio.iscoroutine(result) or isinstance(result, asyncio.Future)
 
 
 class RemotingTimeoutError(TimeoutError):
@@ -146,6 +158,8 @@ class Connection:
         self.frames_received = 0  # whole frames, requests and responses
         self._frame_started: float | None = None  # when the first byte of the frame being received came
         self.budget = budget  # the server's account of unsent bytes (None: this connection's own limit only)
+        self._held: list[bytes] = []  # answers given at once to the requests of the read being served
+        self._held_size = 0  # ... their bytes (at most HELD_MAX)
         self.unsent = 0  # what the transport held when last measured (account_unsent)
         # the transport pauses writing (drain waits) above our own high-water mark, resumes at a quarter of it
         writer.transport.set_write_buffer_limits(high=limits.connection_unsent_high)
@@ -169,8 +183,9 @@ class Connection:
                     break
                 wait, why = self._read_deadline(loop.time())
                 try:
-                    data = await asyncio.wait_for(self.reader.read(READ_CHUNK), max(0.0, wait))
-                except asyncio.TimeoutError:
+                    async with asyncio.timeout(max(0.0, wait)):  # a timer, not a task as wait_for would make
+                        data = await self.reader.read(READ_CHUNK)
+                except TimeoutError:
                     self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, why)
                     break
                 if not data:
@@ -185,6 +200,7 @@ class Connection:
                     if not cmd.is_response and await self._wait_for_room() is not None:
                         break  # the next read says why
                     await self._dispatch(cmd)
+                self._write_held()  # the answers given at once to this read's requests, in one write
                 if bad is not None:
                     self.log_throttle("closing for bad bytes", logging.WARNING, "closing %s for bad bytes: %s",
                                       self.remote_addr_text, bad)
@@ -202,14 +218,22 @@ class Connection:
                 future.set_result(cmd)
             return
         size = len(cmd.body)
+        if self._slots.locked() or self._in_flight_bytes + size > self.limits.max_in_flight_bytes:
+            self._write_held()  # the answers already given go out before the reader waits
         while self._in_flight_bytes and self._in_flight_bytes + size > self.limits.max_in_flight_bytes:
             self._bytes_freed.clear()
             await self._bytes_freed.wait()
         await self._slots.acquire()
         self._in_flight_bytes += size
-        task = asyncio.get_running_loop().create_task(self._process(cmd))
+        result = self._start_processor(cmd)
+        if not _awaitable(result):  # answered at once: no task, the answer leaves with the read's others
+            self._task_done(None, size)
+            self._answer(cmd, result, hold=True)
+            return
+        task = asyncio.get_running_loop().create_task(self._process(cmd, result))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, size))
+        self._write_held()
         await asyncio.sleep(0)  # let the request answer (when it can at once) before the next check for room
 
     async def _wait_for_room(self) -> str | None:
@@ -228,6 +252,7 @@ class Connection:
             wait = self.last_active + self.limits.idle_timeout - loop.time()
             if wait <= 0:
                 return f"it took none of {self.unsent} unsent bytes for {self.limits.idle_timeout:g} s"
+            self._write_held()  # held answers go out before the wait
             if own:
                 try:
                     await asyncio.wait_for(self.writer.drain(), wait)  # the transport resumes at its low-water mark
@@ -286,26 +311,37 @@ class Connection:
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=self.limits.close_linger)
 
-    def _task_done(self, task: asyncio.Task, size: int) -> None:
+    def _task_done(self, task: asyncio.Task | None, size: int) -> None:
         self._tasks.discard(task)
         self._slots.release()
         self._in_flight_bytes -= size
         self._bytes_freed.set()
 
-    async def _process(self, cmd: RemotingCommand) -> None:
-        response = await self.run_processor(cmd)
-        if response is not None and not cmd.is_oneway:
-            response.opaque = cmd.opaque
-            response.serialize_type = cmd.serialize_type
-            if self.send(response):
-                try:
-                    await self.writer.drain()  # a peer that does not read holds its own slots, not our memory
-                except (ConnectionError, OSError):
-                    pass
+    async def _process(self, cmd: RemotingCommand, pending: Awaitable) -> None:
+        if self._answer(cmd, await self._finish_processor(cmd, pending)):
+            try:
+                await self.writer.drain()  # a peer that does not read holds its own slots, not our memory
+            except (ConnectionError, OSError):
+                pass
+
+    def _answer(self, cmd: RemotingCommand, response: RemotingCommand | None, hold: bool = False) -> bool:
+        """Send the processor's response to ``cmd`` (none to a oneway request) with the request's opaque and
+        serialize type; with ``hold``, kept for the read's one write (:meth:`_write_held`).  Whether one went."""
+        if response is None or cmd.is_oneway:
+            return False
+        response.opaque = cmd.opaque
+        response.serialize_type = cmd.serialize_type
+        return self.send(response, hold)
 
     async def run_processor(self, cmd: RemotingCommand) -> RemotingCommand | None:
         """The processor's response to ``cmd`` (errors turned into error responses); an RPC hook's
         refusal instead, when one refuses."""
+        result = self._start_processor(cmd)
+        return await self._finish_processor(cmd, result) if _awaitable(result) else result
+
+    def _start_processor(self, cmd: RemotingCommand) -> Any:
+        """Run the RPC hooks and call the processor: its response (or None), or an awaitable of it when it
+        cannot answer at once; an exception becomes its error response (:meth:`_failed`)."""
         processor = self.processors.get(cmd.code, self.default_processor)
         try:
             for hook in self.rpc_hooks:
@@ -314,25 +350,35 @@ class Connection:
                     return refusal
             if processor is None:
                 return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
-            result: Any = processor(self, cmd)
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-                result = await result
-            return result
+            return processor(self, cmd)
+        except Exception as exc:
+            return self._failed(cmd, exc)
+
+    async def _finish_processor(self, cmd: RemotingCommand, pending: Awaitable) -> RemotingCommand | None:
+        try:
+            return await pending
         except asyncio.CancelledError:
             raise
-        except RmqStoreError as exc:  # refused on purpose, naming what was wrong (a header's values): no traceback
+        except Exception as exc:
+            return self._failed(cmd, exc)
+
+    def _failed(self, cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+        """The answer to a request whose processor raised ``exc``: SYSTEM_ERROR naming it.  An
+        :class:`RmqStoreError` is a refusal on purpose (a header's values): one line, no traceback; any other
+        is a bug of ours: answer, never crash, and show where it happened."""
+        if isinstance(exc, RmqStoreError):
             self.log_throttle("request answered SYSTEM_ERROR", logging.WARNING,
                               "request %s from %s answered SYSTEM_ERROR: %s: %s", cmd.code, self.remote_addr_text,
                               type(exc).__name__, exc)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        except Exception as exc:  # a bug of ours: answer, never crash, and show where it happened
+        else:
             self.log_throttle("processor failed", logging.ERROR, "processing request %s from %s failed", cmd.code,
-                              self.remote_addr_text, exc_info=True)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+                              self.remote_addr_text, exc_info=True)  # called in the except block
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
     # -- writing ------------------------------------------------------------------------------
-    def send(self, cmd: RemotingCommand) -> bool:
-        """Queue one frame; False when the connection is closed or the frame cannot be encoded."""
+    def send(self, cmd: RemotingCommand, hold: bool = False) -> bool:
+        """Queue one frame (with ``hold``, for the reader's next :meth:`_write_held`); False when the connection is
+        closed or the frame cannot be encoded."""
         if self.closed.is_set() or self.writer.is_closing():
             return False
         try:
@@ -342,11 +388,28 @@ class Connection:
                               self.remote_addr_text, exc)
             if cmd.is_response:
                 self.send(RemotingCommand(ResponseCode.SYSTEM_ERROR, remark=str(exc), opaque=cmd.opaque,
-                                          flag=cmd.flag, serialize_type=cmd.serialize_type))
+                                          flag=cmd.flag, serialize_type=cmd.serialize_type), hold)
             return False
+        if hold and self._held_size + len(frame) <= HELD_MAX:
+            self._held.append(frame)
+            self._held_size += len(frame)
+            return True
+        self._write_held()  # in order, before a big one
         self.writer.write(frame)
         self.account_unsent()
         return True
+
+    def _write_held(self) -> None:
+        """Write the answers the reader held (:meth:`_dispatch`: those given at once) in one go.  The reader
+        calls it after each read's requests and before it waits for anything, so an answer is never held while
+        the loop runs other work."""
+        if self._held:
+            data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+            self._held.clear()
+            self._held_size = 0
+            if not (self.closed.is_set() or self.writer.is_closing()):
+                self.writer.write(data)
+            self.account_unsent()
 
     async def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
         """Send a request and wait for the response with its opaque."""
