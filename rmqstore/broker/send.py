@@ -21,7 +21,10 @@ go the same way:
    service) while the event loop serves other connections, no thread waiting per put; a put
    whose commitlog file the allocate service has not made yet (a cold broker's first, or files
    rolling faster than they are made) is appended on the store's put lane, never waited for
-   on the loop (:mod:`rmqstore.engine.async_puts`) -- and
+   on the loop (:mod:`rmqstore.engine.async_puts`).  A put whose future is done when the call
+   returns (ASYNC_FLUSH, and every refusal) is answered at once (:meth:`SendMessageProcessor.answer`
+   returns the response, and the connection writes it without a task); only a put still waiting
+   for a flush or an ack is awaited -- and
    the store's :class:`PutMessageStatus` mapped to a response
    code, with msgId, queueId and queueOffset in the response header.  The body and properties
    limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:
@@ -39,6 +42,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from concurrent.futures import Future
+from typing import Awaitable
 
 from ..format.message import Message, MessageBatch
 from ..format.properties import CLUSTER, WAIT, properties_to_string, string_to_properties
@@ -87,23 +92,43 @@ class SendMessageProcessor:
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            server.register(code, self.process)
+            server.register(code, self.answer)
 
     async def process(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        """The response to a send, awaited (a caller that wraps the processor: notebook 12)."""
+        response = self.answer(conn, req)
+        return response if isinstance(response, RemotingCommand) else await response
+
+    def answer(self, conn: Connection, req: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The response to a send at once when the store's put is done (a refusal, or an ASYNC_FLUSH put: the
+        append is the whole put), so the connection answers it without a task; else an awaitable of it (the
+        group commit's flush, a slave's ack), which the put's future completes from the service's thread."""
         ext = req.ext_fields
         if req.code != RequestCode.SEND_MESSAGE:
             ext = {V2_FIELDS.get(k, k): v for k, v in ext.items()}
         h = Header(ext)
+        item: Message | MessageBatch
         try:
             topic, queue_id, config = self._check(conn, h, req)
             if req.code == RequestCode.SEND_BATCH_MESSAGE:
-                return await self._send_batch(conn, req, h, topic, queue_id)
-            return await self._send_one(conn, req, h, topic, queue_id)
+                item, future = self._put_batch(conn, req, h, topic, queue_id)
+            else:
+                item, future, queue_id = self._put_one(conn, req, h, topic, queue_id)
         except _Refused as refused:
             if self.tracer is not None:
                 self.tracer.event("send.response", status="REFUSED", code=int(refused.code),
                                   code_name=_name(refused.code), remark=refused.remark)
             return req.response(refused.code, refused.remark)
+        if future.done():  # no hand-off through the loop (wrap_future would wake it from "another thread")
+            return self._sent(req, item, future.result(), queue_id)
+        return self._sent_later(req, item, future, queue_id)
+
+    async def _sent_later(self, req, item, future: Future, queue_id: int) -> RemotingCommand:
+        return self._sent(req, item, await asyncio.wrap_future(future), queue_id)
+
+    def _sent(self, req, item, result, queue_id: int) -> RemotingCommand:
+        self.broker.stats.count_sent(self.broker.store, item, result)
+        return self._response(req, result, queue_id)
 
     # -- checks ----------------------------------------------------------------------------------
     def _step(self, stage: str, refusal: "_Refused | None", **fields) -> None:
@@ -186,7 +211,7 @@ class SendMessageProcessor:
         wait = props.pop(WAIT, None)
         return properties_to_string(props), wait
 
-    async def _send_one(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
+    def _put_one(self, conn, req, h: Header, topic: str, queue_id: int) -> tuple[Message, Future, int]:
         props_text = h.str("properties", "")
         topic, queue_id = self._retry_or_dlq(h, topic, queue_id, req)
         properties, wait = self._properties(props_text)
@@ -201,11 +226,9 @@ class SendMessageProcessor:
             self.tracer.event("send.message", topic=msg.topic, queue_id=msg.queue_id, body_size=len(msg.body),
                               properties_sent=props_text, properties=msg.properties, half=half,
                               born_host=msg.born_host, sys_flag=msg.sys_flag)
-        result = await asyncio.wrap_future(self.broker.store.async_put_message(msg))
-        self.broker.stats.count_sent(self.broker.store, msg, result)
-        return self._response(req, result, queue_id)
+        return msg, self.broker.store.async_put_message(msg), queue_id
 
-    async def _send_batch(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
+    def _put_batch(self, conn, req, h: Header, topic: str, queue_id: int) -> tuple[MessageBatch, Future]:
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise _Refused(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}")
         try:
@@ -220,9 +243,7 @@ class SendMessageProcessor:
             self.tracer.event("send.message", topic=topic, queue_id=queue_id, batch=len(items),
                               body_size=sum(len(i.body) for i in items), properties=batch.properties,
                               born_host=batch.born_host)
-        result = await asyncio.wrap_future(self.broker.store.async_put_messages(batch))
-        self.broker.stats.count_sent(self.broker.store, batch, result)
-        return self._response(req, result, queue_id)
+        return batch, self.broker.store.async_put_messages(batch)
 
     def _response(self, req, result, queue_id: int) -> RemotingCommand:
         code, remark = response_of_put(result)

@@ -315,3 +315,38 @@ def test_sync_flush_sends_wait_on_the_store_pool_not_on_the_loop(tmp_path):
             assert store.commit_log.mapped_file_queue.flushed_where >= store.get_max_phy_offset()
         finally:
             bt.call(client.close())
+
+
+def test_sends_the_store_put_at_once_are_answered_without_a_task_or_a_wakeup_each(broker):
+    """ASYNC_FLUSH: the append is the whole put, so the broker answers in the connection's reader -- no task per
+    send, no hand-off through the loop's self-pipe (a done future wrapped for the loop) -- issue 23."""
+    client = broker.client()
+    n = 40
+    try:
+        assert broker.call(client.invoke(send_v2("AtOnceTopic", b"warm"))).code == ResponseCode.SUCCESS
+        counts = {"tasks": 0, "wakeups": 0}
+
+        async def sends():
+            loop = asyncio.get_running_loop()
+            create_task, write_to_self = loop.create_task, loop._write_to_self
+
+            def counting_task(*args, **kwargs):
+                counts["tasks"] += 1
+                return create_task(*args, **kwargs)
+
+            def counting_wakeup():
+                counts["wakeups"] += 1
+                write_to_self()
+            loop.create_task, loop._write_to_self = counting_task, counting_wakeup
+            try:
+                return [await client.invoke(send_v2("AtOnceTopic", f"m{i}".encode(), i % 4)) for i in range(n)]
+            finally:
+                del loop.create_task, loop._write_to_self
+        responses = broker.call(sends())
+        assert [r.code for r in responses] == [ResponseCode.SUCCESS] * n
+        assert [int(r.ext_fields["queueOffset"]) for r in responses if r.ext_fields["queueId"] == "1"] == \
+            list(range(n // 4))
+        # the client's own loop is the broker's here (one thread): its invoke makes no task either
+        assert counts["tasks"] < n // 2 and counts["wakeups"] < n // 2, counts
+    finally:
+        broker.call(client.close())
