@@ -45,7 +45,9 @@ import random
 from concurrent.futures import Future
 from typing import Awaitable
 
+from ..common.errors import LayoutError
 from ..format.message import Message, MessageBatch
+from ..format.message_id import Address
 from ..format.properties import CLUSTER, WAIT, properties_to_string, string_to_properties
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .batch import BatchBodyError, decode_batch_body
@@ -63,6 +65,7 @@ log = logging.getLogger(__name__)
 V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName"}
+_BORN_HOST = "send.born_host"  # the connection attribute _born_host keeps
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 class _Refused(Exception):
@@ -77,6 +80,20 @@ def _name(code: int) -> str:
         return ResponseCode(code).name
     except ValueError:
         return str(code)
+
+
+def _born_host(conn: Connection) -> Address | str:
+    """The peer's address as the store's put takes it best: an :class:`Address`, made once per connection (the
+    compiled put declines a plain ``(host, port)`` tuple, so every send took the pure put); its text if it is
+    no IP address (the store words the refusal)."""
+    host = conn.attributes.get(_BORN_HOST)
+    if host is None:
+        try:
+            host = Address.parse(conn.remote_address)
+        except LayoutError:
+            host = conn.remote_addr_text
+        conn.attributes[_BORN_HOST] = host
+    return host
 
 
 def _queues(config) -> dict:
@@ -217,7 +234,7 @@ class SendMessageProcessor:
         properties, wait = self._properties(props_text)
         msg = Message(topic=topic, body=req.body, queue_id=queue_id, flag=h.int("flag", bits=32),
                       properties=properties, sys_flag=h.int("sysFlag", bits=32),
-                      born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
+                      born_timestamp=h.int("bornTimestamp"), born_host=_born_host(conn),
                       reconsume_times=h.int("reconsumeTimes", 0, 32), wait_in_map=wait)
         half = msg.get_property(TRANSACTION_PREPARED) == "true"
         if half:
@@ -225,7 +242,7 @@ class SendMessageProcessor:
         if self.tracer is not None:
             self.tracer.event("send.message", topic=msg.topic, queue_id=msg.queue_id, body_size=len(msg.body),
                               properties_sent=props_text, properties=msg.properties, half=half,
-                              born_host=msg.born_host, sys_flag=msg.sys_flag)
+                              born_host=conn.remote_address, sys_flag=msg.sys_flag)
         return msg, self.broker.store.async_put_message(msg), queue_id
 
     def _put_batch(self, conn, req, h: Header, topic: str, queue_id: int) -> tuple[MessageBatch, Future]:
@@ -237,12 +254,12 @@ class SendMessageProcessor:
             raise _Refused(ResponseCode.MESSAGE_ILLEGAL, str(exc)) from None
         batch = MessageBatch(topic=topic, items=items, queue_id=queue_id, sys_flag=h.int("sysFlag", bits=32),
                              properties=self._properties(h.str("properties", ""))[0],
-                             born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
+                             born_timestamp=h.int("bornTimestamp"), born_host=_born_host(conn),
                              reconsume_times=h.int("reconsumeTimes", 0, 32))
         if self.tracer is not None:
             self.tracer.event("send.message", topic=topic, queue_id=queue_id, batch=len(items),
                               body_size=sum(len(i.body) for i in items), properties=batch.properties,
-                              born_host=batch.born_host)
+                              born_host=conn.remote_address)
         return batch, self.broker.store.async_put_messages(batch)
 
     def _response(self, req, result, queue_id: int) -> RemotingCommand:

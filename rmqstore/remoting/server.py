@@ -39,8 +39,8 @@ down or lock other clients out:
   after its *first* byte, however the bytes trickle in.  Otherwise a connection may idle
   ``idle_timeout`` (RocketMQ's 120 s) since its last whole frame or since the peer last took
   some of our bytes.  A client's own connection owes no first frame;
-* *connections*: a server holds at most ``max_connections``.  At the cap a newcomer is not
-  refused: the server evicts the oldest connection that never completed a frame, else the one
+* *connections*: a server (:mod:`.listener`) holds at most ``max_connections``.  At the cap a newcomer
+  is not refused: the server evicts the oldest connection that never completed a frame, else the one
   idle longest (one INFO line each), so connections that send nothing cannot starve the ones
   that do.  RocketMQ has no cap;
 * *memory*: answers the peer has not read yet wait in the connection's transport.  Above
@@ -67,14 +67,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..common.errors import ListenError, RmqStoreError
+from ..common.errors import RmqStoreError
 from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 from .recorder import FrameRecorder
 from .budget import UnsentBudget
 from .throttle import LogThrottle
 
-__all__ = ["Limits", "Connection", "RemotingServer", "Processor", "RpcHook", "RemotingTimeoutError"]
+__all__ = ["Limits", "Connection", "Processor", "RpcHook", "RemotingTimeoutError", "READ_CHUNK", "HELD_MAX"]
 
 log = logging.getLogger(__name__)
 
@@ -453,109 +453,3 @@ class Connection:
         except (ConnectionError, OSError):
             pass
         self.account_unsent()  # closed: nothing held any more
-
-
-class RemotingServer:
-    """Accepts connections on ``host:port`` and hands requests to the processors by code."""
-
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None,
-                 on_close: Callable[[Connection], None] | None = None):
-        self.host = host
-        self.port = port
-        self.limits = limits or Limits()
-        self.processors: dict[int, Processor] = {}
-        self.default_processor: Processor | None = None
-        self.connections: set[Connection] = set()
-        self.on_close = on_close
-        self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
-        self.rpc_hooks: list[RpcHook] = []  # see RpcHook; run in order before every request's processor
-        self.log_throttle = LogThrottle(log)  # lines about the peers' mistakes and our bugs, rate-limited
-        self.budget = UnsentBudget(self.limits.unsent_budget, self.log_throttle)  # the answers not yet sent
-        self._server: asyncio.AbstractServer | None = None
-        self._sock: socket.socket | None = None
-        #: what this server is to its owner ("broker", "name server"): named when it cannot listen
-        self.role = "server"
-
-    def register(self, code: int, processor: Processor) -> None:
-        self.processors[int(code)] = processor
-
-    def bind(self) -> int:
-        """Bind the listening socket now (the port is known before :meth:`start` accepts); an address
-        that cannot be had raises :class:`~rmqstore.common.errors.ListenError` naming it and :attr:`role`."""
-        if self._sock is None:
-            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((self.host, self.port))
-            except OSError as exc:
-                sock.close()
-                raise ListenError(self.host, self.port, exc, self.role) from None
-            self._sock = sock
-            self.port = sock.getsockname()[1]
-        return self.port
-
-    async def start(self) -> None:
-        self.bind()
-        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=READ_CHUNK)
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    async def _accept(self, reader, writer) -> None:
-        if len(self.connections) >= self.limits.max_connections and not self._make_room(writer):
-            writer.close()
-            return
-        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
-                          self.rpc_hooks, self.log_throttle, accepted=True, budget=self.budget)
-        self.connections.add(conn)
-        try:
-            await conn.serve()
-        finally:
-            self.connections.discard(conn)
-            if self.on_close is not None:
-                try:
-                    self.on_close(conn)
-                except Exception:
-                    log.exception("connection close listener failed")
-
-    def _make_room(self, writer: asyncio.StreamWriter) -> bool:
-        """At the cap, evict for a newcomer: the oldest connection that never completed a frame, else the one
-        idle longest.  False when there is none (a cap of 0)."""
-        now = asyncio.get_running_loop().time()
-        silent = [c for c in self.connections if not c.frames_received]
-        if silent:
-            victim = min(silent, key=lambda c: c.opened_at)
-            why = f"never completed a frame, connected {now - victim.opened_at:.1f} s ago"
-        elif self.connections:
-            victim = min(self.connections, key=lambda c: c.last_active)
-            why = f"idle for {now - victim.last_active:.1f} s"
-        else:
-            self.log_throttle("refusing", logging.WARNING, "refusing a connection: the cap is %d",
-                              self.limits.max_connections)
-            return False
-        self.connections.discard(victim)
-        newcomer = writer.get_extra_info("peername") or ("?", 0)
-        self.log_throttle("evicting", logging.INFO, "%d connections (the cap): evicting %s (%s) for %s:%s",
-                          self.limits.max_connections, victim.remote_addr_text, why, newcomer[0], newcomer[1])
-        victim.evict()
-        return True
-
-    @property
-    def unsent_bytes(self) -> int:
-        """What the connections' transports hold unsent, as last measured (never below the truth)."""
-        return self.budget.total
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        self.budget.close()
-        await asyncio.gather(*(conn.close() for conn in list(self.connections)))
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
-        elif self._sock is not None:
-            self._sock.close()
-        self._sock = None
-        self.log_throttle.flush()

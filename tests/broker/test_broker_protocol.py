@@ -350,3 +350,41 @@ def test_sends_the_store_put_at_once_are_answered_without_a_task_or_a_wakeup_eac
         assert counts["tasks"] < n // 2 and counts["wakeups"] < n // 2, counts
     finally:
         broker.call(client.close())
+
+
+def test_sends_take_the_compiled_put_and_store_the_peer_as_born_host(broker):
+    """The compiled Putter takes a born host as an Address (or a cached string); the peer's address as the socket
+    gives it, a plain tuple, made it decline every send, so each took the pure put (issue 23's profile)."""
+    put_path = broker.broker.store.put_path
+    if put_path.async_putter is None:
+        pytest.skip("the compiled put is not built (or RMQSTORE_PURE)")
+    answers = []
+
+    class Spy:  # the store's own Putter, its answers kept (None: declined, the pure path runs)
+        def __init__(self, putter):
+            self.putter = putter
+
+        def put(self, item):
+            result = self.putter.put(item)
+            answers.append(result is not None)
+            return result
+
+        def put_batch(self, batch):
+            return self.putter.put_batch(batch)
+
+    put_path.async_putter = Spy(put_path.async_putter)
+    client = broker.client()
+    try:
+        responses = [broker.call(client.invoke(send_v2("CompiledTopic", f"c{i}".encode(), i % 2))) for i in range(8)]
+        assert [r.code for r in responses] == [ResponseCode.SUCCESS] * 8
+        local = broker.call(_local_address(client))
+        record = broker.broker.store.look_message_by_offset(decode_message_id(responses[-1].ext_fields["msgId"])[1])
+        assert (record.born_host.host, record.born_host.port) == local
+    finally:
+        put_path.async_putter = put_path.async_putter.putter
+        broker.call(client.close())
+    assert answers[1:] == [True] * 7  # the first may make the topic (the pure path's checks, once)
+
+
+async def _local_address(client) -> tuple[str, int]:
+    return client.connection.writer.get_extra_info("sockname")[:2]
