@@ -242,7 +242,7 @@ def layer_costs(n: int) -> dict:
     h = Header({"properties": cmd.ext_fields["i"]})
     t0 = time.perf_counter()
     for _ in range(n):
-        Message("LayerTopic", cmd.body, 1, 0, proc._properties(h.str("properties")), 0, 1, ("127.0.0.1", 5555))
+        Message("LayerTopic", cmd.body, 1, 0, proc._properties(h.str("properties"))[0], 0, 1, "127.0.0.1:5555")
     build_us = (time.perf_counter() - t0) / n * 1e6
     return {"frame_decode_us": decode_us, "response_encode_us": encode_us, "message_build_us": build_us}
 

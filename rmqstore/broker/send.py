@@ -48,7 +48,7 @@ from typing import Awaitable
 from ..common.errors import LayoutError
 from ..format.message import Message, MessageBatch
 from ..format.message_id import Address
-from ..format.properties import CLUSTER, WAIT, properties_to_string, string_to_properties
+from ..format.properties import CLUSTER, WAIT, JavaHashMap, parse_properties, properties_to_string
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .batch import BatchBodyError, decode_batch_body
 from .headers import Header
@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName"}
+#: _stored_order's answers by key sequence, at most _STORED_ORDERS_MAX of them (then computed each time)
+_STORED_ORDERS: dict[tuple[str, ...], list[str]] = {}
+_STORED_ORDERS_MAX = 1024
 _BORN_HOST = "send.born_host"  # the connection attribute _born_host keeps
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
@@ -94,6 +97,24 @@ def _born_host(conn: Connection) -> Address | str:
             host = conn.remote_addr_text
         conn.attributes[_BORN_HOST] = host
     return host
+
+
+def _stored_order(keys: tuple[str, ...]) -> list[str]:
+    """The order 4.9.8 writes a send's stored properties in, for the keys of the client's text (in their order,
+    each once): a :class:`JavaHashMap`'s iteration order after those keys, CLUSTER put and WAIT removed.  It
+    depends on the keys and their insertion order only, so it is computed once per key sequence (a producer's
+    messages share one or a few)."""
+    order = _STORED_ORDERS.get(keys)
+    if order is None:
+        probe = JavaHashMap()
+        for key in keys:
+            probe[key] = ""
+        probe[CLUSTER] = ""
+        probe.pop(WAIT, None)
+        order = probe.java_order()
+        if len(_STORED_ORDERS) < _STORED_ORDERS_MAX:
+            _STORED_ORDERS[keys] = order
+    return order
 
 
 def _queues(config) -> dict:
@@ -221,22 +242,28 @@ class SendMessageProcessor:
         return dlq, 0
 
     # -- the inner message -----------------------------------------------------------------------
-    def _properties(self, text: str) -> tuple[str, str | None]:
-        """The stored properties text, and the WAIT value taken out of it (None: the client sent none)."""
-        props = string_to_properties(text)
+    def _properties(self, text: str) -> tuple[str, str | None, bool]:
+        """The stored properties text, the WAIT value taken out of it (None: the client sent none), and whether
+        it is a transaction's half message (TRAN_MSG true: read here, not parsed again from the stored text).
+
+        4.9.8 parses the client's text into a HashMap, puts CLUSTER, removes WAIT and writes the map back in
+        its iteration order; that order depends on the keys alone (:func:`_stored_order`), so the values go
+        through a plain dict and the order is looked up."""
+        props = parse_properties(text)
+        keys = tuple(props)
         props[CLUSTER] = self.broker.config.broker_cluster_name
         wait = props.pop(WAIT, None)
-        return properties_to_string(props), wait
+        stored = properties_to_string({k: props[k] for k in _stored_order(keys)})
+        return stored, wait, props.get(TRANSACTION_PREPARED) == "true"
 
     def _put_one(self, conn, req, h: Header, topic: str, queue_id: int) -> tuple[Message, Future, int]:
         props_text = h.str("properties", "")
         topic, queue_id = self._retry_or_dlq(h, topic, queue_id, req)
-        properties, wait = self._properties(props_text)
+        properties, wait, half = self._properties(props_text)
         msg = Message(topic=topic, body=req.body, queue_id=queue_id, flag=h.int("flag", bits=32),
                       properties=properties, sys_flag=h.int("sysFlag", bits=32),
                       born_timestamp=h.int("bornTimestamp"), born_host=_born_host(conn),
                       reconsume_times=h.int("reconsumeTimes", 0, 32), wait_in_map=wait)
-        half = msg.get_property(TRANSACTION_PREPARED) == "true"
         if half:
             msg = half_message(msg)  # parked in the half topic until END_TRANSACTION (.transaction)
         if self.tracer is not None:
