@@ -47,6 +47,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -88,15 +89,15 @@ def in_process_puts(n: int) -> dict:
 
 class BrokerProcess:
     """``rmqstore broker`` with its embedded name server, from this checkout or from ``code`` (another one's
-    root: a 'before' run), in a subprocess of its own."""
+    root: a 'before' run), in a subprocess of its own; ``env`` adds to its environment."""
 
-    def __init__(self, flush: str = "ASYNC_FLUSH", code: str | None = None):
+    def __init__(self, flush: str = "ASYNC_FLUSH", code: str | None = None, env: dict[str, str] | None = None):
         self.dir = tempfile.mkdtemp(prefix="rmqbench-broker-")
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
             f.write(f"mappedFileSizeCommitLog={SEGMENT}\nflushDiskType={flush}\nbrokerName=bench\n"
                     f"storePathRootDir={self.dir}/store\n")
-        env = dict(os.environ, PYTHONPATH=code or os.path.join(os.path.dirname(__file__), ".."))
+        env = dict(os.environ, **(env or {}), PYTHONPATH=code or os.path.join(os.path.dirname(__file__), ".."))
         self.proc = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "broker", "--config", conf,
                                       "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
@@ -328,10 +329,19 @@ def run_jbench(dist, namesrv: str, topic: str, threads: int, seconds: int, warmu
             "p99_ms": float(m[6])}
 
 
+@dataclass
+class Variant:
+    """Which ``rmqstore broker`` a JBench run starts: another checkout's (``code``, its root) or this one, with
+    ``env`` added to its environment."""
+
+    code: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
 def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
-                code: str | None = None) -> dict:
+                variant: "Variant | None" = None) -> dict:
     """JBench at ``threads`` against a fresh broker: "java" (the 4.9.8 broker and name server, fresh both)
-    or "rmqstore" (``rmqstore broker`` with its embedded name server, from ``code`` when given); JBench's
+    or "rmqstore" (``rmqstore broker`` with its embedded name server, as ``variant`` says); JBench's
     figures plus the broker's CPU per stored message, its peak RSS and the load average before the run."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix=f"jbench-{broker}-") as tmp, contextlib.ExitStack() as stack:
@@ -344,7 +354,8 @@ def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmu
                 on_boot=procs.append))
             pid = procs[0].pid
         else:
-            ours = BrokerProcess(flush, code)
+            variant = variant or Variant()
+            ours = BrokerProcess(flush, variant.code, variant.env)
             stack.callback(ours.stop)
             namesrv, address, pid = ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
         with BrokerSampler(pid, address, topic) as sampler:
@@ -354,7 +365,7 @@ def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmu
     return result
 
 
-def jbench_rounds(dist, brokers: dict[str, str | None], flush: str, threads: list[int], seconds: int,
+def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, threads: list[int], seconds: int,
                   warmup: int, rounds: int) -> dict[str, dict[int, list[dict]]]:
     """Every broker at every thread count, ``rounds`` times; within a round the brokers take turns at each
     thread count, in the opposite order the next round (java, ours / ours, java / ...)."""
@@ -404,9 +415,13 @@ def jbench(args) -> None:
     os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")  # the distribution's own (tests use 256m)
     seconds, warmup, rounds = (3, 1, 1) if args.quick else (args.seconds, args.warmup, args.rounds)
     threads = [int(t) for t in args.threads.split(",")]
-    brokers: dict[str, str | None] = {"java": None, "rmqstore": None}
+    brokers: dict[str, Variant | None] = {"java": None, "rmqstore": None}
     if args.before:
-        brokers["before"] = os.path.abspath(args.before)
+        brokers["before"] = Variant(code=os.path.abspath(args.before))
+    for spec in args.also:
+        name, _, assignment = spec.partition(":")
+        var, _, value = assignment.partition("=")
+        brokers[name] = Variant(env={var: value})
     with tempfile.TemporaryDirectory(prefix="jbench-java-") as work:
         dist = JavaDist(root, Path(work))
         print(f"JBench ({args.flush}, {seconds} s after {warmup} s of warm-up, {rounds} rounds); "
@@ -419,7 +434,7 @@ def jbench(args) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w") as f:
         json.dump({"flush": args.flush, "seconds": seconds, "warmup": warmup, "rounds": rounds, "threads": threads,
-                   "brokers": brokers, "summary": {b: {str(t): v for t, v in d.items()} for b, d in summary.items()},
+                   "brokers": {b: v and v.__dict__ for b, v in brokers.items()}, "summary": {b: {str(t): v for t, v in d.items()} for b, d in summary.items()},
                    "runs": {b: {str(t): v for t, v in d.items()} for b, d in runs.items()}}, f, indent=2)
 
 
@@ -475,6 +490,9 @@ def main() -> int:
     ap.add_argument("--before", metavar="CHECKOUT",
                     help="also run the rmqstore broker of another checkout (its root, extensions built) in the "
                          "same rounds, as 'before'")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME:VAR=VALUE",
+                    help="also run this checkout's broker with VAR=VALUE in its environment, as NAME (repeatable; "
+                         "e.g. 'asyncio loop:RMQSTORE_UVLOOP=0')")
     ap.add_argument("--jbench-json", help="default bench/results/broker_jbench_{async,sync}.json")
     args = ap.parse_args()
     if args.only != "jbench":
