@@ -339,10 +339,11 @@ class Variant:
 
 
 def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
-                variant: "Variant | None" = None) -> dict:
+                variant: "Variant | None" = None, profile: str | None = None) -> dict:
     """JBench at ``threads`` against a fresh broker: "java" (the 4.9.8 broker and name server, fresh both)
     or "rmqstore" (``rmqstore broker`` with its embedded name server, as ``variant`` says); JBench's
-    figures plus the broker's CPU per stored message, its peak RSS and the load average before the run."""
+    figures plus the broker's CPU per stored message, its peak RSS and the load average before the run.  With
+    ``profile`` (a file), py-spy samples our broker during JBench's measured seconds (:func:`_start_py_spy`)."""
     load = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix=f"jbench-{broker}-") as tmp, contextlib.ExitStack() as stack:
         if broker == "java":
@@ -358,15 +359,18 @@ def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmu
             ours = BrokerProcess(flush, variant.code, variant.env)
             stack.callback(ours.stop)
             namesrv, address, pid = ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
+        spy = _start_py_spy(pid, profile, seconds, warmup) if profile and broker != "java" else None
         with BrokerSampler(pid, address, topic) as sampler:
             result = run_jbench(dist, namesrv, topic, threads, seconds, warmup)
+        if spy is not None:
+            result["profile"] = _py_spy_summary(spy, profile)
         result.update(cpu_us_per_msg=sampler.cpu_per_message() * 1e6, peak_rss_mib=proc_peak_rss_mib(pid),
                       load=load)
     return result
 
 
 def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, threads: list[int], seconds: int,
-                  warmup: int, rounds: int) -> dict[str, dict[int, list[dict]]]:
+                  warmup: int, rounds: int, profile: str | None = None) -> dict[str, dict[int, list[dict]]]:
     """Every broker at every thread count, ``rounds`` times; within a round the brokers take turns at each
     thread count, in the opposite order the next round (java, ours / ours, java / ...)."""
     runs: dict[str, dict[int, list[dict]]] = {name: {t: [] for t in threads} for name in brokers}
@@ -376,7 +380,7 @@ def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, thread
             for name in order:
                 topic = f"JB_{flush[:4]}_{t}_{r}_{name.replace(' ', '_')[:20]}"
                 kind = "java" if name == "java" else "rmqstore"
-                res = jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name])
+                res = jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name], profile)
                 runs[name][t].append(res)
                 print(f"  round {r + 1} {name:>10} {t:3d} threads: {res['msgs_per_s']:9,.0f} msgs/s p50 "
                       f"{res['p50_ms']:.3f} p99 {res['p99_ms']:.3f} ms, {res['cpu_us_per_msg']:.1f} µs CPU/msg, "
@@ -392,7 +396,7 @@ def jbench_table(runs: dict[str, dict[int, list[dict]]]) -> dict:
           f"{'CPU µs/msg':>10} {'RSS MiB':>8} {'load':>5} {'/ java':>6}")
     for name, by_threads in runs.items():
         for t, results in by_threads.items():
-            med = {k: statistics.median(x[k] for x in results) for k in results[0]}
+            med = {k: statistics.median(x[k] for x in results) for k in results[0] if k != "profile"}
             java = runs.get("java", {}).get(t)
             ratio = med["msgs_per_s"] / statistics.median(x["msgs_per_s"] for x in java) if java else None
             med.update(rounds=[x["msgs_per_s"] for x in results], ratio_to_java=ratio)
@@ -426,9 +430,16 @@ def jbench(args) -> None:
         dist = JavaDist(root, Path(work))
         print(f"JBench ({args.flush}, {seconds} s after {warmup} s of warm-up, {rounds} rounds); "
               f"uptime: {_uptime()}", flush=True)
-        runs = jbench_rounds(dist, brokers, args.flush, threads, seconds, warmup, rounds)
+        profile = os.path.join(work, "py-spy.raw") if args.profile else None
+        runs = jbench_rounds(dist, brokers, args.flush, threads, seconds, warmup, rounds, profile)
     print(f"uptime: {_uptime()}")
     summary = jbench_table(runs)
+    profiled = [(b, t, r["profile"]) for b, d in runs.items() for t, rs in d.items() for r in rs if "profile" in r]
+    if profiled:
+        name, t, prof = profiled[-1]
+        print(f"py-spy, {name} at {t} threads, {prof['samples']} samples holding the GIL: self / total share")
+        for (fn, own), (fn_t, total) in zip(prof["self"], prof["total"]):
+            print(f"  {own:6.1%} {fn[:70]:70}   {total:6.1%} {fn_t[:70]}")
     path = args.jbench_json or os.path.join(os.path.dirname(__file__), "results",
                                             f"broker_jbench_{args.flush.split('_')[0].lower()}.json")
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -436,6 +447,41 @@ def jbench(args) -> None:
         json.dump({"flush": args.flush, "seconds": seconds, "warmup": warmup, "rounds": rounds, "threads": threads,
                    "brokers": {b: v and v.__dict__ for b, v in brokers.items()}, "summary": {b: {str(t): v for t, v in d.items()} for b, d in summary.items()},
                    "runs": {b: {str(t): v for t, v in d.items()} for b, d in runs.items()}}, f, indent=2)
+
+
+JVM_START = 4.0  # seconds from JBench's command to its first sends, about (javac of the source file, the JVM)
+
+
+def _start_py_spy(pid: int, out: str, seconds: int, warmup: int) -> subprocess.Popen:
+    """py-spy recording ``pid`` (raw collapsed stacks, GIL holders only, 250 Hz) into ``out`` for JBench's
+    measured seconds (it starts after the JVM's start and the warm-up)."""
+    return subprocess.Popen(["sh", "-c", f"sleep {JVM_START + warmup}; exec py-spy record --pid {pid} --gil "
+                             f"--rate 250 --format raw --duration {max(1, seconds - 1)} --output {out}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _py_spy_summary(spy: subprocess.Popen, raw: str, top: int = 30) -> dict:
+    """Where the GIL's time went: the share of samples per function, ``self`` (the sampled frame) and ``total``
+    (anywhere on the stack), the ``top`` of each."""
+    spy.wait(120)
+    own: dict[str, int] = {}
+    anywhere: dict[str, int] = {}
+    samples = 0
+    with open(raw) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            n = int(count)
+            samples += n
+            frames = [re.sub(r":\d+\)$", ")", fr) for fr in stack.split(";")]
+            own[frames[-1]] = own.get(frames[-1], 0) + n
+            for fr in set(frames):
+                anywhere[fr] = anywhere.get(fr, 0) + n
+
+    def share(table: dict[str, int]) -> list[tuple[str, float]]:
+        return [(k, v / max(1, samples)) for k, v in sorted(table.items(), key=lambda kv: -kv[1])[:top]]
+    return {"samples": samples, "self": share(own), "total": share(anywhere)}
 
 
 def _uptime() -> str:
@@ -493,6 +539,9 @@ def main() -> int:
     ap.add_argument("--also", action="append", default=[], metavar="NAME:VAR=VALUE",
                     help="also run this checkout's broker with VAR=VALUE in its environment, as NAME (repeatable; "
                          "e.g. 'asyncio loop:RMQSTORE_UVLOOP=0')")
+    ap.add_argument("--profile", action="store_true",
+                    help="py-spy (GIL holders) on our brokers during JBench's measured seconds: each run's JSON "
+                         "gets the top functions, and the table's end prints the last run's")
     ap.add_argument("--jbench-json", help="default bench/results/broker_jbench_{async,sync}.json")
     args = ap.parse_args()
     if args.only != "jbench":
