@@ -38,7 +38,8 @@ down or lock other clients out:
   at once, then heartbeat every 30 s -- and every frame must be whole ``frame_timeout`` (30 s)
   after its *first* byte, however the bytes trickle in.  Otherwise a connection may idle
   ``idle_timeout`` (RocketMQ's 120 s) since its last whole frame or since the peer last took
-  some of our bytes.  A client's own connection owes no first frame;
+  some of our bytes.  A client's own connection owes no first frame.  One watchdog timer
+  a connection keeps these deadlines (:meth:`Connection._watch`), not a timer per read;
 * *connections*: a server (:mod:`.listener`) holds at most ``max_connections``.  At the cap a newcomer
   is not refused: the server evicts the oldest connection that never completed a frame, else the one
   idle longest (one INFO line each), so connections that send nothing cannot starve the ones
@@ -94,6 +95,10 @@ HELD_MAX = 64 * 1024
 def _awaitable(result: Any) -> bool:
     """Whether a processor's result is still to be awaited (not an answer given at once)."""
     return asyncio.iscoroutine(result) or isinstance(result, asyncio.Future)
+
+
+class _ReadLate(Exception):
+    """A read's deadline passed (the watchdog's exception in the connection's reader; the message says why)."""
 
 
 class RemotingTimeoutError(TimeoutError):
@@ -158,6 +163,8 @@ class Connection:
         self.frames_received = 0  # whole frames, requests and responses
         self._frame_started: float | None = None  # when the first byte of the frame being received came
         self.budget = budget  # the server's account of unsent bytes (None: this connection's own limit only)
+        self._watchdog: asyncio.TimerHandle | None = None  # the read deadline's one timer (_watch)
+        self._reading = False  # serve waits in a read (the watchdog acts only then)
         self._held: list[bytes] = []  # answers given at once to the requests of the read being served
         self._held_size = 0  # ... their bytes (at most HELD_MAX)
         self.unsent = 0  # what the transport held when last measured (account_unsent)
@@ -181,13 +188,15 @@ class Connection:
                         self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, stuck)
                         self.writer.transport.abort()  # it reads nothing: no use waiting to flush
                     break
-                wait, why = self._read_deadline(loop.time())
+                self._watch(loop)
+                self._reading = True
                 try:
-                    async with asyncio.timeout(max(0.0, wait)):  # a timer, not a task as wait_for would make
-                        data = await self.reader.read(READ_CHUNK)
-                except TimeoutError:
-                    self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, why)
+                    data = await self.reader.read(READ_CHUNK)
+                except _ReadLate as late:
+                    self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, late)
                     break
+                finally:
+                    self._reading = False
                 if not data:
                     break
                 bad = None
@@ -209,7 +218,29 @@ class Connection:
         except (ConnectionError, OSError) as exc:
             self.log_throttle("connection error", logging.INFO, "connection %s: %s", self.remote_addr_text, exc)
         finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
             await self.close()
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Before a read: make sure the watchdog fires no later than the read's deadline (:meth:`_read_deadline`).
+        One timer a connection, moved only when the deadline comes earlier than it is set for; one that fires
+        early (the peer was active since) sets itself again -- no timer per read."""
+        due = loop.time() + self._read_deadline(loop.time())[0]
+        if self._watchdog is None or self._watchdog.when() > due:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            self._watchdog = loop.call_at(due, self._on_watchdog, loop)
+
+    def _on_watchdog(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._watchdog = None
+        if not self._reading:
+            return  # serve sets it again before its next read
+        wait, why = self._read_deadline(loop.time())
+        if wait > 0:
+            self._watch(loop)
+        else:
+            self.reader.set_exception(_ReadLate(why))  # the read raises it; serve closes the connection
 
     async def _dispatch(self, cmd: RemotingCommand) -> None:
         if cmd.is_response:

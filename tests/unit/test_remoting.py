@@ -214,6 +214,31 @@ def test_answers_ready_at_once_run_in_the_reader_and_leave_one_write_per_read():
     _run(main())
 
 
+def test_the_read_deadline_costs_no_timer_per_read():
+    """The deadlines of a connection's reads (first frame, frame, idle) are kept by one watchdog timer, moved
+    only when a deadline comes earlier -- not a timer (asyncio.timeout) or a task (wait_for) per read (issue 23:
+    at one request in flight, every send is a read)."""
+    async def main():
+        server = await _server()
+        server.register(1004, lambda conn, req: req.response(ResponseCode.SUCCESS))
+        loop = asyncio.get_running_loop()
+        timers = []
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            decoder = FrameDecoder()
+            loop.call_at = lambda *a, _call_at=loop.call_at, **k: timers.append(a[0]) or _call_at(*a, **k)
+            for i in range(20):
+                writer.write(encode_frame(RemotingCommand(1004, opaque=i + 1)))
+                (answer,) = decoder.feed(await reader.read(65536)) or [None]  # (the module timeout bounds it)
+                assert answer is not None and answer.opaque == i + 1
+            assert len(timers) <= 2, f"{len(timers)} timers for 20 reads"
+            writer.close()
+        finally:
+            del loop.call_at
+            await server.stop()
+    _run(main())
+
+
 async def _closed_by_server(reader: asyncio.StreamReader, within: float) -> bool:
     """True when the server closes (or resets) the connection within ``within`` seconds."""
     try:
