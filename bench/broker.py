@@ -494,6 +494,8 @@ def _py_spy_summary(spy: subprocess.Popen, raw: str, top: int = 30) -> dict:
     """Where the GIL's time went: the share of samples per function, ``self`` (the sampled frame) and ``total``
     (anywhere on the stack), the ``top`` of each."""
     spy.wait(120)
+    if not os.path.exists(raw):
+        return {"samples": 0, "self": [], "total": [], "error": f"py-spy wrote nothing (exit {spy.returncode})"}
     own: dict[str, int] = {}
     anywhere: dict[str, int] = {}
     samples = 0
