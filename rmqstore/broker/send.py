@@ -51,6 +51,7 @@ from ..format.message_id import Address
 from ..format.properties import CLUSTER, WAIT, JavaHashMap, parse_properties, properties_to_string
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .batch import BatchBodyError, decode_batch_body
+from .handoff import LoopHandoff
 from .headers import Header
 from .results import response_of_put
 from .transaction import TRANSACTION_PREPARED, half_message
@@ -127,6 +128,7 @@ class SendMessageProcessor:
         self.broker = broker
         #: a tracer (:mod:`rmqstore.common.trace`) seeing each check, the inner message and the response; None: off
         self.tracer = None
+        self._handoff: LoopHandoff | None = None  # the waiting puts' results to the loop (made on the loop)
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
@@ -157,12 +159,15 @@ class SendMessageProcessor:
                 self.tracer.event("send.response", status="REFUSED", code=int(refused.code),
                                   code_name=_name(refused.code), remark=refused.remark)
             return req.response(refused.code, refused.remark)
-        if future.done():  # no hand-off through the loop (wrap_future would wake it from "another thread")
+        if future.done():  # no hand-off through the loop (a wake-up as if from another thread)
             return self._sent(req, item, future.result(), queue_id)
         return self._sent_later(req, item, future, queue_id)
 
     async def _sent_later(self, req, item, future: Future, queue_id: int) -> RemotingCommand:
-        return self._sent(req, item, await asyncio.wrap_future(future), queue_id)
+        loop = asyncio.get_running_loop()
+        if self._handoff is None or self._handoff.loop is not loop:
+            self._handoff = LoopHandoff(loop)
+        return self._sent(req, item, await self._handoff.wrap(future), queue_id)
 
     def _sent(self, req, item, result, queue_id: int) -> RemotingCommand:
         self.broker.stats.count_sent(self.broker.store, item, result)

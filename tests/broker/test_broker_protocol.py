@@ -388,3 +388,32 @@ def test_sends_take_the_compiled_put_and_store_the_peer_as_born_host(broker):
 
 async def _local_address(client) -> tuple[str, int]:
     return client.connection.writer.get_extra_info("sockname")[:2]
+
+
+def test_sync_flush_answers_reach_the_loop_with_one_wakeup_a_flush_not_one_a_send(tmp_path):
+    """A group commit answers many waiting sends at once; their results reach the event loop with one wake-up of
+    its self-pipe for the burst (rmqstore.broker.handoff), not one per send as wrap_future's hand-off made."""
+    from broker_support import small_store_config
+    from rmqstore.common.config import FlushDiskType
+
+    n = 40
+    with BrokerThread(tmp_path / "store", store_config=small_store_config(
+            flush_disk_type=FlushDiskType.SYNC_FLUSH)) as bt:
+        client = bt.client()
+        try:
+            assert bt.call(client.invoke(send_v2("WakeTopic", b"warm"))).code == ResponseCode.SUCCESS
+            wakeups = []
+
+            async def many():
+                loop = asyncio.get_running_loop()
+                loop._write_to_self = lambda _w=loop._write_to_self: wakeups.append(1) or _w()
+                try:
+                    return await asyncio.gather(*(client.invoke(send_v2("WakeTopic", f"s{i}".encode(), i % 4))
+                                                  for i in range(n)))
+                finally:
+                    del loop._write_to_self
+            responses = bt.call(many())
+            assert [r.code for r in responses] == [ResponseCode.SUCCESS] * n
+            assert len(wakeups) < n // 2, f"{len(wakeups)} wake-ups for {n} sends"
+        finally:
+            bt.call(client.close())
