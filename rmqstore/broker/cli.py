@@ -162,15 +162,16 @@ def _cannot_listen(exc: ListenError) -> RmqStoreError:
     return RmqStoreError(f"the {exc.role} {exc}" + (f"; {hint}" if hint else ""))
 
 
-#: ``RMQSTORE_UVLOOP=0`` keeps asyncio's own event loop where uvloop is installed (see :func:`_run`)
+#: ``RMQSTORE_UVLOOP=1`` runs the servers on uvloop's event loop, when uvloop is installed (see :func:`_run`)
 UVLOOP_ENV = "RMQSTORE_UVLOOP"
 
 
 def _run(main) -> None:
-    """``asyncio.run(main)`` on uvloop's event loop when uvloop is installed (measured faster for the broker,
-    bench/README.md, issue 23) and ``RMQSTORE_UVLOOP`` is not ``0``; on asyncio's own otherwise."""
+    """``asyncio.run(main)``; on uvloop's event loop when ``RMQSTORE_UVLOOP=1`` and uvloop is installed (asyncio's
+    own otherwise).  Opt-in: uvloop measured less CPU per send at 1 and 8 JBench threads but no steady gain in
+    throughput on a loaded 2-core machine (bench/README.md, issue 23), so it is no dependency yet."""
     factory = None
-    if os.environ.get(UVLOOP_ENV, "1") != "0":
+    if os.environ.get(UVLOOP_ENV, "0") == "1":
         try:
             import uvloop
         except ImportError:
