@@ -101,14 +101,18 @@ class BrokerProcess:
         self.proc = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "broker", "--config", conf,
                                       "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        lines = []  # "broker NAME listening on ...", the HA line of a master, "name server listening on ..."
-        while not lines or not lines[-1].startswith("name server listening on "):
-            line = self.proc.stdout.readline()
-            if not line:
-                raise RuntimeError(f"rmqstore broker exited before its name server listened: {lines}")
-            lines.append(line)
-        self.port = int(lines[0].split("listening on 127.0.0.1:")[1].split(",")[0])
-        self.namesrv = lines[-1].split("listening on ")[1].strip()
+        try:
+            lines = []  # "broker NAME listening on ...", the HA line of a master, "name server listening on ..."
+            while not lines or not lines[-1].startswith("name server listening on "):
+                line = self.proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"rmqstore broker exited before its name server listened: {lines}")
+                lines.append(line)
+            self.port = int(lines[0].split("listening on 127.0.0.1:")[1].split(",")[0])
+            self.namesrv = lines[-1].split("listening on ")[1].strip()
+        except BaseException:
+            self.stop()  # no broker left running behind a failed start
+            raise
 
     def stop(self):
         self.proc.terminate()
