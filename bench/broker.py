@@ -1,37 +1,54 @@
-"""Broker throughput and latency: real-client sends and pulls next to in-process puts.
+"""Broker throughput and latency: real-client sends and pulls, and the Java client's benchmark against both brokers.
 
-Starts ``rmqstore broker`` in a subprocess (64 MiB segments, ASYNC_FLUSH, loopback,
-ephemeral ports) and measures, in one invocation:
+Starts ``rmqstore broker`` in a subprocess (64 MiB segments, ASYNC_FLUSH unless ``--flush``,
+loopback, ephemeral ports) and measures, in one invocation:
 
 * ``put_message`` in-process on a fresh store (the baseline: the store alone);
 * sync sends from the real client (``rocketmq`` 0.4.4, the official C++ client): one
-  producer, then several producers in threads; msgs/s and p50/p99 latency per send;
+  producer, then several producers in processes; msgs/s and p50/p99 latency per send;
 * the same sends at the protocol level (our asyncio client, SEND_MESSAGE_V2 frames as the
   Java client builds them), one request in flight: the broker's own cost per request;
 * pulls: PULL_MESSAGE of 32 messages at the protocol level (p50/p99 per pull) and the
   real client's pull consumer draining the topic (msgs/s);
 * where the time goes: the frame codec, the send processor's checks and message building,
-  and the store put, timed in-process per message.
+  and the store put, timed in-process per message;
+* **JBench** (issue 23): the distribution's ``tools/JBench.java`` (T threads of synchronous sends
+  from the Java 4.9.8 client, 1 KiB body, tag and key) through its ``bin/rmq-java``, against the
+  Java 4.9.8 broker (with a Java name server) and against ``rmqstore broker``, each broker fresh
+  for each run, at ``--threads`` (1, 8, 32), the brokers taking turns within each round and the
+  order reversed the next.  Per run: JBench's msgs/s, p50 and p99; the broker's CPU seconds per
+  stored message (``/proc/PID/stat``, sampled with the topic's max offsets while JBench sends,
+  its warm-up included) and peak RSS (``VmHWM``); the load average before it.  ``--before``
+  adds the broker of another checkout (a 'before' of a speed change) to the same rounds.  The
+  distribution is found as the interop tests find it (``$RMQ_JAVA_DIST``, else
+  ``../shared/rocketmq-4.9.8``); without it (or java) the JBench cases are skipped with one line.
 
-Each case runs ``--repeat`` times; the table shows medians.  ``--json PATH`` writes them.
+Client cases run ``--repeat`` times, JBench ``--rounds`` times; the tables show medians, and
+the JSON (``--json``, ``--jbench-json``) every run.
 
-    python bench/broker.py                # about a minute on 2 cores
-    python bench/broker.py --quick
+    python bench/broker.py                       # both; JBench 2 rounds x 3 thread counts x 2 brokers
+    python bench/broker.py --only jbench --flush SYNC_FLUSH --threads 8 --seconds 10
+    python bench/broker.py --quick               # a few seconds per case
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -41,7 +58,7 @@ from rmqstore.remoting import (FrameDecoder, RemotingClient, RemotingCommand, Re
                                encode_frame)
 
 BODY = b"0123456789abcdef" * 64  # 1 KiB (no NUL: the C client takes bodies as C strings)
-CONF = "mappedFileSizeCommitLog=67108864\nflushDiskType=ASYNC_FLUSH\nbrokerName=bench\n"
+SEGMENT = 64 << 20  # commitlog file size of both brokers
 
 
 def _pct(samples: list[float], q: float) -> float:
@@ -71,20 +88,31 @@ def in_process_puts(n: int) -> dict:
 
 
 class BrokerProcess:
-    def __init__(self):
+    """``rmqstore broker`` with its embedded name server, from this checkout or from ``code`` (another one's
+    root: a 'before' run), in a subprocess of its own; ``env`` adds to its environment."""
+
+    def __init__(self, flush: str = "ASYNC_FLUSH", code: str | None = None, env: dict[str, str] | None = None):
         self.dir = tempfile.mkdtemp(prefix="rmqbench-broker-")
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
-            f.write(CONF + f"storePathRootDir={self.dir}/store\n")
-        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(__file__), ".."))
+            f.write(f"mappedFileSizeCommitLog={SEGMENT}\nflushDiskType={flush}\nbrokerName=bench\n"
+                    f"storePathRootDir={self.dir}/store\n")
+        env = dict(os.environ, **(env or {}), PYTHONPATH=code or os.path.join(os.path.dirname(__file__), ".."))
         self.proc = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "broker", "--config", conf,
                                       "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        broker_line, ns_line = self.proc.stdout.readline(), self.proc.stdout.readline()
-        while ns_line and not ns_line.startswith("name server listening on "):  # (the HA port's line first)
-            ns_line = self.proc.stdout.readline()
-        self.port = int(broker_line.split("listening on 127.0.0.1:")[1].split(",")[0])
-        self.namesrv = ns_line.split("listening on ")[1].strip()
+        try:
+            lines = []  # "broker NAME listening on ...", the HA line of a master, "name server listening on ..."
+            while not lines or not lines[-1].startswith("name server listening on "):
+                line = self.proc.stdout.readline()
+                if not line:
+                    raise RuntimeError(f"rmqstore broker exited before its name server listened: {lines}")
+                lines.append(line)
+            self.port = int(lines[0].split("listening on 127.0.0.1:")[1].split(",")[0])
+            self.namesrv = lines[-1].split("listening on ")[1].strip()
+        except BaseException:
+            self.stop()  # no broker left running behind a failed start
+            raise
 
     def stop(self):
         self.proc.terminate()
@@ -219,23 +247,290 @@ def layer_costs(n: int) -> dict:
     h = Header({"properties": cmd.ext_fields["i"]})
     t0 = time.perf_counter()
     for _ in range(n):
-        text, wait = proc._properties(h.str("properties"))  # (the stored text, WAIT taken out)
-        Message("LayerTopic", cmd.body, 1, 0, text, 0, 1, ("127.0.0.1", 5555), wait_in_map=wait)
+        Message("LayerTopic", cmd.body, 1, 0, proc._properties(h.str("properties"))[0], 0, 1, "127.0.0.1:5555")
     build_us = (time.perf_counter() - t0) / n * 1e6
-    return {"frame_decode_us": decode_us, "response_encode_us": encode_us, "message_build_us": build_us}
+    return {"frame_decode_us": decode_us, "response_encode_us": encode_us, "message_build_us": build_us,
+            "send_answer_us": send_answer_cost(n)}
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "broker.json"))
-    args = ap.parse_args()
+def send_answer_cost(n: int) -> float:
+    """Microseconds per SEND_MESSAGE_V2 of the broker's send processor in-process, frame decoded: the checks, the
+    inner message, the store's put (64 MiB files, ASYNC_FLUSH, the reput running) and the response -- all a send
+    costs the broker but the frame codec and the event loop."""
+    from types import SimpleNamespace
+
+    from rmqstore.broker import Broker, BrokerConfig
+
+    async def main() -> float:
+        root = tempfile.mkdtemp(prefix="rmqbench-answer-")
+        broker = Broker(root, BrokerConfig(broker_name="bench", listen_port=0),
+                        StoreConfig(mapped_file_size_commit_log=SEGMENT), namesrv_listen=None)
+        await broker.start()
+        try:
+            conn = SimpleNamespace(remote_address=("127.0.0.1", 5555), remote_addr_text="127.0.0.1:5555",
+                                   attributes={})
+            answer = broker.send_processor.answer
+            reqs = [_send_v2("AnswerTopic", i) for i in range(n)]
+            assert answer(conn, reqs[0]).code == 0  # the topic made
+            t0 = time.perf_counter()
+            for req in reqs:
+                answer(conn, req)
+            return (time.perf_counter() - t0) / n * 1e6
+        finally:
+            await broker.stop()
+            shutil.rmtree(root, ignore_errors=True)
+    return asyncio.run(main())
+
+
+# -- JBench: the Java client's producer benchmark against the Java broker and ours ----------------------------
+
+#: what tools/JBench.java prints at the end of a run
+JBENCH_RESULT = re.compile(r"RESULT threads=(\d+) tps=(\d+) ok=(\d+) fail=(\d+) p50_ms=(-?[\d.]+) p99_ms=(-?[\d.]+)")
+#: the Java client's heap: JBench keeps 2,000,000 latencies (16 MB) per thread, 512 MB at 32 threads
+JBENCH_CLIENT_HEAP = "-Xms256m -Xmx2g"
+SAMPLE_PERIOD = 0.5  # seconds between two samples of a broker's CPU time and stored messages
+
+
+def proc_cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (``/proc/PID/stat`` utime and stime)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_peak_rss_mib(pid: int) -> float:
+    """The process's peak resident set (``VmHWM``), MiB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class BrokerSampler:
+    """Samples a broker's CPU time and the messages stored in a topic (the sum of its queues' max offsets,
+    asked with GET_MAX_OFFSET, which both brokers answer) every :data:`SAMPLE_PERIOD` while JBench runs, in a
+    thread of its own; :meth:`cpu_per_message` is CPU seconds over messages between the first sample with
+    messages and the first with the final count (JBench's warm-up and measured seconds)."""
+
+    def __init__(self, pid: int, address: str, topic: str, queues: int = 8):
+        self.pid, self.topic, self.queues = pid, topic, queues
+        self.host, port = address.rsplit(":", 1)
+        self.port = int(port)
+        self.samples: list[tuple[float, float, int]] = []  # (time, cpu seconds, messages)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), name="broker-sampler", daemon=True)
+
+    def __enter__(self) -> "BrokerSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    async def _run(self) -> None:
+        client = await RemotingClient().connect(self.host, self.port)
+        try:
+            while not self._stop.is_set():
+                stored = 0
+                for q in range(self.queues):
+                    r = await client.invoke(RemotingCommand(RequestCode.GET_MAX_OFFSET,
+                                                            {"topic": self.topic, "queueId": str(q)}), timeout=10)
+                    stored += int(r.ext_fields.get("offset", 0)) if r.code == 0 else 0
+                self.samples.append((time.monotonic(), proc_cpu_seconds(self.pid), stored))
+                await asyncio.sleep(SAMPLE_PERIOD)
+        finally:
+            await client.close()
+
+    def cpu_per_message(self) -> float:
+        sent = [s for s in self.samples if s[2] > 0]
+        if len(sent) < 2:
+            return float("nan")
+        last = next(s for s in sent if s[2] == sent[-1][2])
+        first = sent[0]
+        return (last[1] - first[1]) / (last[2] - first[2]) if last[2] > first[2] else float("nan")
+
+
+def run_jbench(dist, namesrv: str, topic: str, threads: int, seconds: int, warmup: int) -> dict:
+    """One run of tools/JBench.java through bin/rmq-java: its RESULT line as numbers."""
+    out = dist.run_java(dist.root / "tools" / "JBench.java", namesrv, topic, threads, seconds, warmup,
+                        timeout=seconds + warmup + 180, env=dist.env(RMQ_CLIENT_HEAP=JBENCH_CLIENT_HEAP))
+    m = JBENCH_RESULT.search(out)
+    if m is None:
+        raise RuntimeError(f"JBench printed no RESULT line:\n{out}")
+    return {"msgs_per_s": float(m[2]), "ok": int(m[3]), "fail": int(m[4]), "p50_ms": float(m[5]),
+            "p99_ms": float(m[6])}
+
+
+@dataclass
+class Variant:
+    """Which ``rmqstore broker`` a JBench run starts: another checkout's (``code``, its root) or this one, with
+    ``env`` added to its environment."""
+
+    code: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
+                variant: "Variant | None" = None, profile: str | None = None) -> dict:
+    """JBench at ``threads`` against a fresh broker: "java" (the 4.9.8 broker and name server, fresh both)
+    or "rmqstore" (``rmqstore broker`` with its embedded name server, as ``variant`` says); JBench's
+    figures plus the broker's CPU per stored message, its peak RSS and the load average before the run.  With
+    ``profile`` (a file), py-spy samples our broker during JBench's measured seconds (:func:`_start_py_spy`)."""
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix=f"jbench-{broker}-") as tmp, contextlib.ExitStack() as stack:
+        if broker == "java":
+            procs: list[subprocess.Popen] = []
+            namesrv = stack.enter_context(dist.java_namesrv(Path(tmp) / "ns"))
+            address = stack.enter_context(dist.java_broker(
+                Path(tmp) / "broker", {"namesrvAddr": namesrv, "flushDiskType": flush,
+                                       "mappedFileSizeCommitLog": str(SEGMENT), "brokerName": "bench"},
+                on_boot=procs.append))
+            pid = procs[0].pid
+        else:
+            variant = variant or Variant()
+            ours = BrokerProcess(flush, variant.code, variant.env)
+            stack.callback(ours.stop)
+            namesrv, address, pid = ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
+        spy = _start_py_spy(pid, profile, seconds, warmup) if profile and broker != "java" else None
+        with BrokerSampler(pid, address, topic) as sampler:
+            result = run_jbench(dist, namesrv, topic, threads, seconds, warmup)
+        if spy is not None:
+            result["profile"] = _py_spy_summary(spy, profile)
+        result.update(cpu_us_per_msg=sampler.cpu_per_message() * 1e6, peak_rss_mib=proc_peak_rss_mib(pid),
+                      load=load)
+    return result
+
+
+def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, threads: list[int], seconds: int,
+                  warmup: int, rounds: int, profile: str | None = None) -> dict[str, dict[int, list[dict]]]:
+    """Every broker at every thread count, ``rounds`` times; within a round the brokers take turns at each
+    thread count, in the opposite order the next round (java, ours / ours, java / ...)."""
+    runs: dict[str, dict[int, list[dict]]] = {name: {t: [] for t in threads} for name in brokers}
+    for r in range(rounds):
+        order = list(brokers) if r % 2 == 0 else list(reversed(brokers))
+        for t in threads:
+            for name in order:
+                topic = f"JB_{flush[:4]}_{t}_{r}_{name.replace(' ', '_')[:20]}"
+                kind = "java" if name == "java" else "rmqstore"
+                res = jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name], profile)
+                runs[name][t].append(res)
+                print(f"  round {r + 1} {name:>10} {t:3d} threads: {res['msgs_per_s']:9,.0f} msgs/s p50 "
+                      f"{res['p50_ms']:.3f} p99 {res['p99_ms']:.3f} ms, {res['cpu_us_per_msg']:.1f} µs CPU/msg, "
+                      f"RSS {res['peak_rss_mib']:.0f} MiB, load {res['load']:.2f}", flush=True)
+    return runs
+
+
+def jbench_table(runs: dict[str, dict[int, list[dict]]]) -> dict:
+    """Medians per broker and thread count, and each broker's ratio to the Java broker's median msgs/s;
+    printed as a table (each round's msgs/s listed, as bench/README quotes them)."""
+    summary: dict = {}
+    print(f"{'broker':>12} {'threads':>7} {'msgs/s (rounds)':>26} {'median':>9} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'CPU µs/msg':>10} {'RSS MiB':>8} {'load':>5} {'/ java':>6}")
+    for name, by_threads in runs.items():
+        for t, results in by_threads.items():
+            med = {k: statistics.median(x[k] for x in results) for k in results[0] if k != "profile"}
+            java = runs.get("java", {}).get(t)
+            ratio = med["msgs_per_s"] / statistics.median(x["msgs_per_s"] for x in java) if java else None
+            med.update(rounds=[x["msgs_per_s"] for x in results], ratio_to_java=ratio)
+            summary.setdefault(name, {})[t] = med
+            rounds = " / ".join(f"{x:,.0f}" for x in med["rounds"])
+            print(f"{name:>12} {t:7d} {rounds:>26} {med['msgs_per_s']:9,.0f} {med['p50_ms']:7.3f} "
+                  f"{med['p99_ms']:7.3f} {med['cpu_us_per_msg']:10.1f} {med['peak_rss_mib']:8.0f} {med['load']:5.2f} "
+                  f"{'' if ratio is None else f'{ratio:6.2f}'}")
+    return summary
+
+
+def jbench(args) -> None:
+    """The JBench cases: skipped with one line when the Java distribution (or java) is missing."""
+    from tests.interop.rmqjava import JavaDist, find_dist
+
+    root, why = find_dist()
+    if root is None:
+        print(f"JBench cases skipped: {why}")
+        return
+    os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")  # the distribution's own (tests use 256m)
+    seconds, warmup, rounds = (3, 1, 1) if args.quick else (args.seconds, args.warmup, args.rounds)
+    threads = [int(t) for t in args.threads.split(",")]
+    brokers: dict[str, Variant | None] = {"java": None, "rmqstore": None}
+    if args.before:
+        brokers["before"] = Variant(code=os.path.abspath(args.before))
+    for spec in args.also:
+        name, _, assignment = spec.partition(":")
+        var, _, value = assignment.partition("=")
+        brokers[name] = Variant(env={var: value})
+    with tempfile.TemporaryDirectory(prefix="jbench-java-") as work:
+        dist = JavaDist(root, Path(work))
+        print(f"JBench ({args.flush}, {seconds} s after {warmup} s of warm-up, {rounds} rounds); "
+              f"uptime: {_uptime()}", flush=True)
+        profile = os.path.join(work, "py-spy.raw") if args.profile else None
+        runs = jbench_rounds(dist, brokers, args.flush, threads, seconds, warmup, rounds, profile)
+    print(f"uptime: {_uptime()}")
+    summary = jbench_table(runs)
+    profiled = [(b, t, r["profile"]) for b, d in runs.items() for t, rs in d.items() for r in rs if "profile" in r]
+    if profiled:
+        name, t, prof = profiled[-1]
+        print(f"py-spy, {name} at {t} threads, {prof['samples']} samples holding the GIL: self / total share")
+        for (fn, own), (fn_t, total) in zip(prof["self"], prof["total"]):
+            print(f"  {own:6.1%} {fn[:70]:70}   {total:6.1%} {fn_t[:70]}")
+    path = args.jbench_json or os.path.join(os.path.dirname(__file__), "results",
+                                            f"broker_jbench_{args.flush.split('_')[0].lower()}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump({"flush": args.flush, "seconds": seconds, "warmup": warmup, "rounds": rounds, "threads": threads,
+                   "brokers": {b: v and v.__dict__ for b, v in brokers.items()}, "summary": {b: {str(t): v for t, v in d.items()} for b, d in summary.items()},
+                   "runs": {b: {str(t): v for t, v in d.items()} for b, d in runs.items()}}, f, indent=2)
+
+
+JVM_START = 4.0  # seconds from JBench's command to its first sends, about (javac of the source file, the JVM)
+
+
+def _start_py_spy(pid: int, out: str, seconds: int, warmup: int) -> subprocess.Popen:
+    """py-spy recording ``pid`` (raw collapsed stacks, GIL holders only, 250 Hz) into ``out`` for JBench's
+    measured seconds (it starts after the JVM's start and the warm-up)."""
+    return subprocess.Popen(["sh", "-c", f"sleep {JVM_START + warmup}; exec py-spy record --pid {pid} --gil "
+                             f"--rate 250 --format raw --duration {max(1, seconds - 1)} --output {out}"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _py_spy_summary(spy: subprocess.Popen, raw: str, top: int = 30) -> dict:
+    """Where the GIL's time went: the share of samples per function, ``self`` (the sampled frame) and ``total``
+    (anywhere on the stack), the ``top`` of each."""
+    spy.wait(120)
+    if not os.path.exists(raw):
+        return {"samples": 0, "self": [], "total": [], "error": f"py-spy wrote nothing (exit {spy.returncode})"}
+    own: dict[str, int] = {}
+    anywhere: dict[str, int] = {}
+    samples = 0
+    with open(raw) as f:
+        for line in f:
+            stack, _, count = line.rstrip("\n").rpartition(" ")
+            if not stack:
+                continue
+            n = int(count)
+            samples += n
+            frames = [re.sub(r":\d+\)$", ")", fr) for fr in stack.split(";")]
+            own[frames[-1]] = own.get(frames[-1], 0) + n
+            for fr in set(frames):
+                anywhere[fr] = anywhere.get(fr, 0) + n
+
+    def share(table: dict[str, int]) -> list[tuple[str, float]]:
+        return [(k, v / max(1, samples)) for k, v in sorted(table.items(), key=lambda kv: -kv[1])[:top]]
+    return {"samples": samples, "self": share(own), "total": share(anywhere)}
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
+def client_cases(args) -> None:
+    """The C++ client, protocol-level sends and pulls, and the layer costs (issue 12's cases)."""
     n = 500 if args.quick else 3000
     runs: dict[str, list[dict]] = {}
     for r in range(args.repeat):
         runs.setdefault("in-process put_message, 1 thread", []).append(in_process_puts(n))
-        broker = BrokerProcess()
+        broker = BrokerProcess(args.flush)
         try:
             runs.setdefault("real client sync send, 1 producer", []).append(
                 client_sends(broker.namesrv, n, 1, f"C1_{r}"))
@@ -260,6 +555,35 @@ def main() -> int:
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
     with open(args.json, "w") as f:
         json.dump({"n": n, "repeat": args.repeat, "results": table}, f, indent=2)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small counts; JBench 3 s after 1 s of warm-up, 1 round")
+    ap.add_argument("--only", choices=("clients", "jbench"), help="only these cases (default: both)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each client case")
+    ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "broker.json"))
+    ap.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH",
+                    help="flushDiskType of every broker")
+    ap.add_argument("--threads", default="1,8,32", help="JBench client thread counts")
+    ap.add_argument("--seconds", type=int, default=10, help="JBench's measured seconds")
+    ap.add_argument("--warmup", type=int, default=3, help="JBench's warm-up seconds")
+    ap.add_argument("--rounds", type=int, default=2, help="JBench rounds, brokers alternating")
+    ap.add_argument("--before", metavar="CHECKOUT",
+                    help="also run the rmqstore broker of another checkout (its root, extensions built) in the "
+                         "same rounds, as 'before'")
+    ap.add_argument("--also", action="append", default=[], metavar="NAME:VAR=VALUE",
+                    help="also run this checkout's broker with VAR=VALUE in its environment, as NAME (repeatable; "
+                         "e.g. 'asyncio loop:RMQSTORE_UVLOOP=0')")
+    ap.add_argument("--profile", action="store_true",
+                    help="py-spy (GIL holders) on our brokers during JBench's measured seconds: each run's JSON "
+                         "gets the top functions, and the table's end prints the last run's")
+    ap.add_argument("--jbench-json", help="default bench/results/broker_jbench_{async,sync}.json")
+    args = ap.parse_args()
+    if args.only != "jbench":
+        client_cases(args)
+    if args.only != "clients":
+        jbench(args)
     return 0
 
 

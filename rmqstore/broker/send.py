@@ -21,7 +21,10 @@ go the same way:
    service) while the event loop serves other connections, no thread waiting per put; a put
    whose commitlog file the allocate service has not made yet (a cold broker's first, or files
    rolling faster than they are made) is appended on the store's put lane, never waited for
-   on the loop (:mod:`rmqstore.engine.async_puts`) -- and
+   on the loop (:mod:`rmqstore.engine.async_puts`).  A put whose future is done when the call
+   returns (ASYNC_FLUSH, and every refusal) is answered at once (:meth:`SendMessageProcessor.answer`
+   returns the response, and the connection writes it without a task); only a put still waiting
+   for a flush or an ack is awaited -- and
    the store's :class:`PutMessageStatus` mapped to a response
    code, with msgId, queueId and queueOffset in the response header.  The body and properties
    limits (``maxMessageSize``, 32767 bytes of properties) are the store's to check, as in 4.9.8:
@@ -39,12 +42,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from concurrent.futures import Future
+from typing import Awaitable
 
+from ..common.errors import LayoutError
 from ..common.trace import NULL_TRACER
 from ..format.message import Message, MessageBatch
-from ..format.properties import CLUSTER, WAIT, properties_to_string, string_to_properties
+from ..format.message_id import Address
+from ..format.properties import CLUSTER, WAIT, JavaHashMap, parse_properties, properties_to_string
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .batch import BatchBodyError, decode_batch_body
+from .handoff import LoopHandoff
 from .headers import Header
 from .results import response_of_put
 from .transaction import TRANSACTION_PREPARED, half_message
@@ -59,6 +67,10 @@ log = logging.getLogger(__name__)
 V2_FIELDS = {"a": "producerGroup", "b": "topic", "c": "defaultTopic", "d": "defaultTopicQueueNums", "e": "queueId",
              "f": "sysFlag", "g": "bornTimestamp", "h": "flag", "i": "properties", "j": "reconsumeTimes",
              "k": "unitMode", "l": "maxReconsumeTimes", "m": "batch", "n": "brokerName"}
+#: _stored_order's answers by key sequence, at most _STORED_ORDERS_MAX of them (then computed each time)
+_STORED_ORDERS: dict[tuple[str, ...], list[str]] = {}
+_STORED_ORDERS_MAX = 1024
+_BORN_HOST = "send.born_host"  # the connection attribute _born_host keeps
 _FAQ = "\nSee http://rocketmq.apache.org/docs/faq/ for further details."
 
 class _Refused(Exception):
@@ -75,6 +87,38 @@ def _name(code: int) -> str:
         return str(code)
 
 
+def _born_host(conn: Connection) -> Address | str:
+    """The peer's address as the store's put takes it best: an :class:`Address`, made once per connection (the
+    compiled put declines a plain ``(host, port)`` tuple, so every send took the pure put); its text if it is
+    no IP address (the store words the refusal)."""
+    host = conn.attributes.get(_BORN_HOST)
+    if host is None:
+        try:
+            host = Address.parse(conn.remote_address)
+        except LayoutError:
+            host = conn.remote_addr_text
+        conn.attributes[_BORN_HOST] = host
+    return host
+
+
+def _stored_order(keys: tuple[str, ...]) -> list[str]:
+    """The order 4.9.8 writes a send's stored properties in, for the keys of the client's text (in their order,
+    each once): a :class:`JavaHashMap`'s iteration order after those keys, CLUSTER put and WAIT removed.  It
+    depends on the keys and their insertion order only, so it is computed once per key sequence (a producer's
+    messages share one or a few)."""
+    order = _STORED_ORDERS.get(keys)
+    if order is None:
+        probe = JavaHashMap()
+        for key in keys:
+            probe[key] = ""
+        probe[CLUSTER] = ""
+        probe.pop(WAIT, None)
+        order = probe.java_order()
+        if len(_STORED_ORDERS) < _STORED_ORDERS_MAX:
+            _STORED_ORDERS[keys] = order
+    return order
+
+
 def _queues(config) -> dict:
     return {} if config is None else {"write_queue_nums": config.write_queue_nums,
                                       "read_queue_nums": config.read_queue_nums, "perm": config.perm}
@@ -86,25 +130,49 @@ class SendMessageProcessor:
         #: a tracer (:mod:`rmqstore.common.trace`) seeing each check, the inner message and the response;
         #: off: the null tracer, whose ``event`` does nothing
         self.tracer = NULL_TRACER
+        self._handoff: LoopHandoff | None = None  # the waiting puts' results to the loop (made on the loop)
 
     def register(self, server) -> None:
         for code in (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
-            server.register(code, self.process)
+            server.register(code, self.answer)
 
     async def process(self, conn: Connection, req: RemotingCommand) -> RemotingCommand:
+        """The response to a send, awaited (a caller that wraps the processor: notebook 12)."""
+        response = self.answer(conn, req)
+        return response if isinstance(response, RemotingCommand) else await response
+
+    def answer(self, conn: Connection, req: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The response to a send at once when the store's put is done (a refusal, or an ASYNC_FLUSH put: the
+        append is the whole put), so the connection answers it without a task; else an awaitable of it (the
+        group commit's flush, a slave's ack), which the put's future completes from the service's thread."""
         ext = req.ext_fields
         if req.code != RequestCode.SEND_MESSAGE:
             ext = {V2_FIELDS.get(k, k): v for k, v in ext.items()}
         h = Header(ext)
+        item: Message | MessageBatch
         try:
             topic, queue_id, config = self._check(conn, h, req)
             if req.code == RequestCode.SEND_BATCH_MESSAGE:
-                return await self._send_batch(conn, req, h, topic, queue_id)
-            return await self._send_one(conn, req, h, topic, queue_id)
+                item, future = self._put_batch(conn, req, h, topic, queue_id)
+            else:
+                item, future, queue_id = self._put_one(conn, req, h, topic, queue_id)
         except _Refused as refused:
             self.tracer.event("send.response", status="REFUSED", code=int(refused.code),
                               code_name=_name(refused.code), remark=refused.remark)
             return req.response(refused.code, refused.remark)
+        if future.done():  # no hand-off through the loop (a wake-up as if from another thread)
+            return self._sent(req, item, future.result(), queue_id)
+        return self._sent_later(req, item, future, queue_id)
+
+    async def _sent_later(self, req, item, future: Future, queue_id: int) -> RemotingCommand:
+        loop = asyncio.get_running_loop()
+        if self._handoff is None or self._handoff.loop is not loop:
+            self._handoff = LoopHandoff(loop)
+        return self._sent(req, item, await self._handoff.wrap(future), queue_id)
+
+    def _sent(self, req, item, result, queue_id: int) -> RemotingCommand:
+        self.broker.stats.count_sent(self.broker.store, item, result)
+        return self._response(req, result, queue_id)
 
     # -- checks ----------------------------------------------------------------------------------
     def _step(self, stage: str, refusal: "_Refused | None", **fields) -> None:
@@ -175,32 +243,36 @@ class SendMessageProcessor:
         return dlq, 0
 
     # -- the inner message -----------------------------------------------------------------------
-    def _properties(self, text: str) -> tuple[str, str | None]:
-        """The stored properties text, and the WAIT value taken out of it (None: the client sent none)."""
-        props = string_to_properties(text)
+    def _properties(self, text: str) -> tuple[str, str | None, bool]:
+        """The stored properties text, the WAIT value taken out of it (None: the client sent none), and whether
+        it is a transaction's half message (TRAN_MSG true: read here, not parsed again from the stored text).
+
+        4.9.8 parses the client's text into a HashMap, puts CLUSTER, removes WAIT and writes the map back in
+        its iteration order; that order depends on the keys alone (:func:`_stored_order`), so the values go
+        through a plain dict and the order is looked up."""
+        props = parse_properties(text)
+        keys = tuple(props)
         props[CLUSTER] = self.broker.config.broker_cluster_name
         wait = props.pop(WAIT, None)
-        return properties_to_string(props), wait
+        stored = properties_to_string({k: props[k] for k in _stored_order(keys)})
+        return stored, wait, props.get(TRANSACTION_PREPARED) == "true"
 
-    async def _send_one(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
+    def _put_one(self, conn, req, h: Header, topic: str, queue_id: int) -> tuple[Message, Future, int]:
         props_text = h.str("properties", "")
         topic, queue_id = self._retry_or_dlq(h, topic, queue_id, req)
-        properties, wait = self._properties(props_text)
+        properties, wait, half = self._properties(props_text)
         msg = Message(topic=topic, body=req.body, queue_id=queue_id, flag=h.int("flag", bits=32),
                       properties=properties, sys_flag=h.int("sysFlag", bits=32),
-                      born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
+                      born_timestamp=h.int("bornTimestamp"), born_host=_born_host(conn),
                       reconsume_times=h.int("reconsumeTimes", 0, 32), wait_in_map=wait)
-        half = msg.get_property(TRANSACTION_PREPARED) == "true"
         if half:
             msg = half_message(msg)  # parked in the half topic until END_TRANSACTION (.transaction)
         self.tracer.event("send.message", topic=msg.topic, queue_id=msg.queue_id, body_size=len(msg.body),
                           properties_sent=props_text, properties=msg.properties, half=half,
-                          born_host=msg.born_host, sys_flag=msg.sys_flag)
-        result = await asyncio.wrap_future(self.broker.store.async_put_message(msg))
-        self.broker.stats.count_sent(self.broker.store, msg, result)
-        return self._response(req, result, queue_id)
+                          born_host=conn.remote_address, sys_flag=msg.sys_flag)
+        return msg, self.broker.store.async_put_message(msg), queue_id
 
-    async def _send_batch(self, conn, req, h: Header, topic: str, queue_id: int) -> RemotingCommand:
+    def _put_batch(self, conn, req, h: Header, topic: str, queue_id: int) -> tuple[MessageBatch, Future]:
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise _Refused(ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}")
         try:
@@ -209,14 +281,12 @@ class SendMessageProcessor:
             raise _Refused(ResponseCode.MESSAGE_ILLEGAL, str(exc)) from None
         batch = MessageBatch(topic=topic, items=items, queue_id=queue_id, sys_flag=h.int("sysFlag", bits=32),
                              properties=self._properties(h.str("properties", ""))[0],
-                             born_timestamp=h.int("bornTimestamp"), born_host=conn.remote_address,
+                             born_timestamp=h.int("bornTimestamp"), born_host=_born_host(conn),
                              reconsume_times=h.int("reconsumeTimes", 0, 32))
         self.tracer.event("send.message", topic=topic, queue_id=queue_id, batch=len(items),
                           body_size=sum(len(i.body) for i in items), properties=batch.properties,
-                          born_host=batch.born_host)
-        result = await asyncio.wrap_future(self.broker.store.async_put_messages(batch))
-        self.broker.stats.count_sent(self.broker.store, batch, result)
-        return self._response(req, result, queue_id)
+                          born_host=conn.remote_address)
+        return batch, self.broker.store.async_put_messages(batch)
 
     def _response(self, req, result, queue_id: int) -> RemotingCommand:
         code, remark = response_of_put(result)

@@ -104,8 +104,9 @@ class AsyncPuts:
 
     @property
     def lane_busy(self) -> bool:
-        """Puts are on the lane, not yet appended: a later put goes behind them."""
-        return _count_value(self._lane_in) != _count_value(self._lane_out)
+        """Puts are on the lane, not yet appended: a later put goes behind them.  (Asked at every async put:
+        no lane yet answers at once, and equal counts have equal reprs.)"""
+        return self._lane is not None and repr(self._lane_in) != repr(self._lane_out)
 
     def run_in_lane(self, append, *args) -> Future:
         """``append(*args)`` -- which appends a put (counted by :meth:`begin`) and answers the future of

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 
+from .message_id import create_message_id
+
 __all__ = ["PutMessageStatus", "AppendMessageStatus", "AppendMessageResult", "PutMessageResult"]
 
 
@@ -58,11 +60,10 @@ class AppendMessageResult:
         if self._msg_id is None:
             if self.store_host is None:
                 self._msg_id = ""
+            elif self._offsets is None:  # one message (a send): no join
+                self._msg_id = create_message_id(self.store_host, self.wrote_offset)
             else:
-                from .message_id import create_message_id
-
-                offsets = self._offsets if self._offsets is not None else (self.wrote_offset,)
-                self._msg_id = ",".join(create_message_id(self.store_host, o) for o in offsets)
+                self._msg_id = ",".join(create_message_id(self.store_host, o) for o in self._offsets)
         return self._msg_id
 
     @property

@@ -6,8 +6,13 @@ One :class:`Connection` class serves both ends of a socket.  Its read loop cuts 
 * a **response** completes the future of the request with the same opaque in the
   connection's table of open requests (:meth:`Connection.invoke`); a response nobody waits
   for any more (timed out) is dropped;
-* a **request** goes to the processor registered for its code, in a task of its own, so
-  a slow request (a long-polling pull) never holds up the next one on the same socket.
+* a **request** goes to the processor registered for its code.  A processor that can answer
+  at once returns its response (a send whose put is done, under ASYNC_FLUSH): the reader
+  answers it without a task, and the answers to the requests cut from one read leave in one
+  write (at most ``HELD_MAX`` bytes are held, and never while the reader waits) -- the Java
+  client's threads share one connection, so a read often holds several sends.  A processor
+  that cannot returns an awaitable (a coroutine), which runs in a task of its own, so a slow
+  request (a long-polling pull) never holds up the next one on the same socket.
   The processor's response goes back with the request's opaque and serialize type; a
   oneway request gets none.  An unknown code is answered REQUEST_CODE_NOT_SUPPORTED with
   RocketMQ's remark, an exception inside a processor SYSTEM_ERROR with a remark naming
@@ -33,9 +38,10 @@ down or lock other clients out:
   at once, then heartbeat every 30 s -- and every frame must be whole ``frame_timeout`` (30 s)
   after its *first* byte, however the bytes trickle in.  Otherwise a connection may idle
   ``idle_timeout`` (RocketMQ's 120 s) since its last whole frame or since the peer last took
-  some of our bytes.  A client's own connection owes no first frame;
-* *connections*: a server holds at most ``max_connections``.  At the cap a newcomer is not
-  refused: the server evicts the oldest connection that never completed a frame, else the one
+  some of our bytes.  A client's own connection owes no first frame.  One watchdog timer
+  a connection keeps these deadlines (:meth:`Connection._watch`), not a timer per read;
+* *connections*: a server (:mod:`.listener`) holds at most ``max_connections``.  At the cap a newcomer
+  is not refused: the server evicts the oldest connection that never completed a frame, else the one
   idle longest (one INFO line each), so connections that send nothing cannot starve the ones
   that do.  RocketMQ has no cap;
 * *memory*: answers the peer has not read yet wait in the connection's transport.  Above
@@ -62,14 +68,14 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from ..common.errors import ListenError, RmqStoreError
+from ..common.errors import RmqStoreError
 from .codes import RPC_ONEWAY, ResponseCode
 from .frame import FrameDecoder, RemotingCommand, RemotingFrameError, encode_frame
 from .recorder import FrameRecorder
 from .budget import UnsentBudget
 from .throttle import LogThrottle
 
-__all__ = ["Limits", "Connection", "RemotingServer", "Processor", "RpcHook", "RemotingTimeoutError"]
+__all__ = ["Limits", "Connection", "Processor", "RpcHook", "RemotingTimeoutError", "READ_CHUNK", "HELD_MAX"]
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +88,17 @@ RpcHook = Callable[["Connection", RemotingCommand], "RemotingCommand | None"]
 
 #: bytes a connection reads at a time (also its stream reader's buffer limit)
 READ_CHUNK = 64 * 1024
+#: bytes of answers a reader holds for one write (:meth:`Connection._write_held`); a bigger answer goes at once
+HELD_MAX = 64 * 1024
+
+
+def _awaitable(result: Any) -> bool:
+    """Whether a processor's result is still to be awaited (not an answer given at once)."""
+    return asyncio.iscoroutine(result) or isinstance(result, asyncio.Future)
+
+
+class _ReadLate(Exception):
+    """A read's deadline passed (the watchdog's exception in the connection's reader; the message says why)."""
 
 
 class RemotingTimeoutError(TimeoutError):
@@ -146,6 +163,10 @@ class Connection:
         self.frames_received = 0  # whole frames, requests and responses
         self._frame_started: float | None = None  # when the first byte of the frame being received came
         self.budget = budget  # the server's account of unsent bytes (None: this connection's own limit only)
+        self._watchdog: asyncio.TimerHandle | None = None  # the read deadline's one timer (_watch)
+        self._reading = False  # serve waits in a read (the watchdog acts only then)
+        self._held: list[bytes] = []  # answers given at once to the requests of the read being served
+        self._held_size = 0  # ... their bytes (at most HELD_MAX)
         self.unsent = 0  # what the transport held when last measured (account_unsent)
         # the transport pauses writing (drain waits) above our own high-water mark, resumes at a quarter of it
         writer.transport.set_write_buffer_limits(high=limits.connection_unsent_high)
@@ -167,12 +188,15 @@ class Connection:
                         self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, stuck)
                         self.writer.transport.abort()  # it reads nothing: no use waiting to flush
                     break
-                wait, why = self._read_deadline(loop.time())
+                self._watch(loop)
+                self._reading = True
                 try:
-                    data = await asyncio.wait_for(self.reader.read(READ_CHUNK), max(0.0, wait))
-                except asyncio.TimeoutError:
-                    self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, why)
+                    data = await self.reader.read(READ_CHUNK)
+                except _ReadLate as late:
+                    self.log_throttle("closing late", logging.INFO, "closing %s: %s", self.remote_addr_text, late)
                     break
+                finally:
+                    self._reading = False
                 if not data:
                     break
                 bad = None
@@ -185,6 +209,7 @@ class Connection:
                     if not cmd.is_response and await self._wait_for_room() is not None:
                         break  # the next read says why
                     await self._dispatch(cmd)
+                self._write_held()  # the answers given at once to this read's requests, in one write
                 if bad is not None:
                     self.log_throttle("closing for bad bytes", logging.WARNING, "closing %s for bad bytes: %s",
                                       self.remote_addr_text, bad)
@@ -193,7 +218,29 @@ class Connection:
         except (ConnectionError, OSError) as exc:
             self.log_throttle("connection error", logging.INFO, "connection %s: %s", self.remote_addr_text, exc)
         finally:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
             await self.close()
+
+    def _watch(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Before a read: make sure the watchdog fires no later than the read's deadline (:meth:`_read_deadline`).
+        One timer a connection, moved only when the deadline comes earlier than it is set for; one that fires
+        early (the peer was active since) sets itself again -- no timer per read."""
+        due = loop.time() + self._read_deadline(loop.time())[0]
+        if self._watchdog is None or self._watchdog.when() > due:
+            if self._watchdog is not None:
+                self._watchdog.cancel()
+            self._watchdog = loop.call_at(due, self._on_watchdog, loop)
+
+    def _on_watchdog(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._watchdog = None
+        if not self._reading:
+            return  # serve sets it again before its next read
+        wait, why = self._read_deadline(loop.time())
+        if wait > 0:
+            self._watch(loop)
+        else:
+            self.reader.set_exception(_ReadLate(why))  # the read raises it; serve closes the connection
 
     async def _dispatch(self, cmd: RemotingCommand) -> None:
         if cmd.is_response:
@@ -202,14 +249,22 @@ class Connection:
                 future.set_result(cmd)
             return
         size = len(cmd.body)
+        if self._slots.locked() or self._in_flight_bytes + size > self.limits.max_in_flight_bytes:
+            self._write_held()  # the answers already given go out before the reader waits
         while self._in_flight_bytes and self._in_flight_bytes + size > self.limits.max_in_flight_bytes:
             self._bytes_freed.clear()
             await self._bytes_freed.wait()
         await self._slots.acquire()
         self._in_flight_bytes += size
-        task = asyncio.get_running_loop().create_task(self._process(cmd))
+        result = self._start_processor(cmd)
+        if not _awaitable(result):  # answered at once: no task, the answer leaves with the read's others
+            self._task_done(None, size)
+            self._answer(cmd, result, hold=True)
+            return
+        task = asyncio.get_running_loop().create_task(self._process(cmd, result))
         self._tasks.add(task)
         task.add_done_callback(lambda t: self._task_done(t, size))
+        self._write_held()
         await asyncio.sleep(0)  # let the request answer (when it can at once) before the next check for room
 
     async def _wait_for_room(self) -> str | None:
@@ -228,6 +283,7 @@ class Connection:
             wait = self.last_active + self.limits.idle_timeout - loop.time()
             if wait <= 0:
                 return f"it took none of {self.unsent} unsent bytes for {self.limits.idle_timeout:g} s"
+            self._write_held()  # held answers go out before the wait
             if own:
                 try:
                     await asyncio.wait_for(self.writer.drain(), wait)  # the transport resumes at its low-water mark
@@ -286,26 +342,37 @@ class Connection:
         if self._tasks:
             await asyncio.wait(set(self._tasks), timeout=self.limits.close_linger)
 
-    def _task_done(self, task: asyncio.Task, size: int) -> None:
+    def _task_done(self, task: asyncio.Task | None, size: int) -> None:
         self._tasks.discard(task)
         self._slots.release()
         self._in_flight_bytes -= size
         self._bytes_freed.set()
 
-    async def _process(self, cmd: RemotingCommand) -> None:
-        response = await self.run_processor(cmd)
-        if response is not None and not cmd.is_oneway:
-            response.opaque = cmd.opaque
-            response.serialize_type = cmd.serialize_type
-            if self.send(response):
-                try:
-                    await self.writer.drain()  # a peer that does not read holds its own slots, not our memory
-                except (ConnectionError, OSError):
-                    pass
+    async def _process(self, cmd: RemotingCommand, pending: Awaitable) -> None:
+        if self._answer(cmd, await self._finish_processor(cmd, pending)):
+            try:
+                await self.writer.drain()  # a peer that does not read holds its own slots, not our memory
+            except (ConnectionError, OSError):
+                pass
+
+    def _answer(self, cmd: RemotingCommand, response: RemotingCommand | None, hold: bool = False) -> bool:
+        """Send the processor's response to ``cmd`` (none to a oneway request) with the request's opaque and
+        serialize type; with ``hold``, kept for the read's one write (:meth:`_write_held`).  Whether one went."""
+        if response is None or cmd.is_oneway:
+            return False
+        response.opaque = cmd.opaque
+        response.serialize_type = cmd.serialize_type
+        return self.send(response, hold)
 
     async def run_processor(self, cmd: RemotingCommand) -> RemotingCommand | None:
         """The processor's response to ``cmd`` (errors turned into error responses); an RPC hook's
         refusal instead, when one refuses."""
+        result = self._start_processor(cmd)
+        return await self._finish_processor(cmd, result) if _awaitable(result) else result
+
+    def _start_processor(self, cmd: RemotingCommand) -> Any:
+        """Run the RPC hooks and call the processor: its response (or None), or an awaitable of it when it
+        cannot answer at once; an exception becomes its error response (:meth:`_failed`)."""
         processor = self.processors.get(cmd.code, self.default_processor)
         try:
             for hook in self.rpc_hooks:
@@ -314,25 +381,35 @@ class Connection:
                     return refusal
             if processor is None:
                 return cmd.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {cmd.code} not supported")
-            result: Any = processor(self, cmd)
-            if asyncio.iscoroutine(result) or isinstance(result, asyncio.Future):
-                result = await result
-            return result
+            return processor(self, cmd)
+        except Exception as exc:
+            return self._failed(cmd, exc)
+
+    async def _finish_processor(self, cmd: RemotingCommand, pending: Awaitable) -> RemotingCommand | None:
+        try:
+            return await pending
         except asyncio.CancelledError:
             raise
-        except RmqStoreError as exc:  # refused on purpose, naming what was wrong (a header's values): no traceback
+        except Exception as exc:
+            return self._failed(cmd, exc)
+
+    def _failed(self, cmd: RemotingCommand, exc: Exception) -> RemotingCommand:
+        """The answer to a request whose processor raised ``exc``: SYSTEM_ERROR naming it.  An
+        :class:`RmqStoreError` is a refusal on purpose (a header's values): one line, no traceback; any other
+        is a bug of ours: answer, never crash, and show where it happened."""
+        if isinstance(exc, RmqStoreError):
             self.log_throttle("request answered SYSTEM_ERROR", logging.WARNING,
                               "request %s from %s answered SYSTEM_ERROR: %s: %s", cmd.code, self.remote_addr_text,
                               type(exc).__name__, exc)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        except Exception as exc:  # a bug of ours: answer, never crash, and show where it happened
+        else:
             self.log_throttle("processor failed", logging.ERROR, "processing request %s from %s failed", cmd.code,
-                              self.remote_addr_text, exc_info=True)
-            return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+                              self.remote_addr_text, exc_info=True)  # called in the except block
+        return cmd.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
 
     # -- writing ------------------------------------------------------------------------------
-    def send(self, cmd: RemotingCommand) -> bool:
-        """Queue one frame; False when the connection is closed or the frame cannot be encoded."""
+    def send(self, cmd: RemotingCommand, hold: bool = False) -> bool:
+        """Queue one frame (with ``hold``, for the reader's next :meth:`_write_held`); False when the connection is
+        closed or the frame cannot be encoded."""
         if self.closed.is_set() or self.writer.is_closing():
             return False
         try:
@@ -342,11 +419,28 @@ class Connection:
                               self.remote_addr_text, exc)
             if cmd.is_response:
                 self.send(RemotingCommand(ResponseCode.SYSTEM_ERROR, remark=str(exc), opaque=cmd.opaque,
-                                          flag=cmd.flag, serialize_type=cmd.serialize_type))
+                                          flag=cmd.flag, serialize_type=cmd.serialize_type), hold)
             return False
+        if hold and self._held_size + len(frame) <= HELD_MAX:
+            self._held.append(frame)
+            self._held_size += len(frame)
+            return True
+        self._write_held()  # in order, before a big one
         self.writer.write(frame)
         self.account_unsent()
         return True
+
+    def _write_held(self) -> None:
+        """Write the answers the reader held (:meth:`_dispatch`: those given at once) in one go.  The reader
+        calls it after each read's requests and before it waits for anything, so an answer is never held while
+        the loop runs other work."""
+        if self._held:
+            data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+            self._held.clear()
+            self._held_size = 0
+            if not (self.closed.is_set() or self.writer.is_closing()):
+                self.writer.write(data)
+            self.account_unsent()
 
     async def invoke(self, request: RemotingCommand, timeout: float = 3.0) -> RemotingCommand:
         """Send a request and wait for the response with its opaque."""
@@ -390,109 +484,3 @@ class Connection:
         except (ConnectionError, OSError):
             pass
         self.account_unsent()  # closed: nothing held any more
-
-
-class RemotingServer:
-    """Accepts connections on ``host:port`` and hands requests to the processors by code."""
-
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, limits: Limits | None = None,
-                 on_close: Callable[[Connection], None] | None = None):
-        self.host = host
-        self.port = port
-        self.limits = limits or Limits()
-        self.processors: dict[int, Processor] = {}
-        self.default_processor: Processor | None = None
-        self.connections: set[Connection] = set()
-        self.on_close = on_close
-        self.frame_recorder: FrameRecorder | None = None  # see FrameRecorder; off by default
-        self.rpc_hooks: list[RpcHook] = []  # see RpcHook; run in order before every request's processor
-        self.log_throttle = LogThrottle(log)  # lines about the peers' mistakes and our bugs, rate-limited
-        self.budget = UnsentBudget(self.limits.unsent_budget, self.log_throttle)  # the answers not yet sent
-        self._server: asyncio.AbstractServer | None = None
-        self._sock: socket.socket | None = None
-        #: what this server is to its owner ("broker", "name server"): named when it cannot listen
-        self.role = "server"
-
-    def register(self, code: int, processor: Processor) -> None:
-        self.processors[int(code)] = processor
-
-    def bind(self) -> int:
-        """Bind the listening socket now (the port is known before :meth:`start` accepts); an address
-        that cannot be had raises :class:`~rmqstore.common.errors.ListenError` naming it and :attr:`role`."""
-        if self._sock is None:
-            family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-            sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((self.host, self.port))
-            except OSError as exc:
-                sock.close()
-                raise ListenError(self.host, self.port, exc, self.role) from None
-            self._sock = sock
-            self.port = sock.getsockname()[1]
-        return self.port
-
-    async def start(self) -> None:
-        self.bind()
-        self._server = await asyncio.start_server(self._accept, sock=self._sock, limit=READ_CHUNK)
-
-    @property
-    def address(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    async def _accept(self, reader, writer) -> None:
-        if len(self.connections) >= self.limits.max_connections and not self._make_room(writer):
-            writer.close()
-            return
-        conn = Connection(reader, writer, self.processors, self.limits, self.default_processor, self.frame_recorder,
-                          self.rpc_hooks, self.log_throttle, accepted=True, budget=self.budget)
-        self.connections.add(conn)
-        try:
-            await conn.serve()
-        finally:
-            self.connections.discard(conn)
-            if self.on_close is not None:
-                try:
-                    self.on_close(conn)
-                except Exception:
-                    log.exception("connection close listener failed")
-
-    def _make_room(self, writer: asyncio.StreamWriter) -> bool:
-        """At the cap, evict for a newcomer: the oldest connection that never completed a frame, else the one
-        idle longest.  False when there is none (a cap of 0)."""
-        now = asyncio.get_running_loop().time()
-        silent = [c for c in self.connections if not c.frames_received]
-        if silent:
-            victim = min(silent, key=lambda c: c.opened_at)
-            why = f"never completed a frame, connected {now - victim.opened_at:.1f} s ago"
-        elif self.connections:
-            victim = min(self.connections, key=lambda c: c.last_active)
-            why = f"idle for {now - victim.last_active:.1f} s"
-        else:
-            self.log_throttle("refusing", logging.WARNING, "refusing a connection: the cap is %d",
-                              self.limits.max_connections)
-            return False
-        self.connections.discard(victim)
-        newcomer = writer.get_extra_info("peername") or ("?", 0)
-        self.log_throttle("evicting", logging.INFO, "%d connections (the cap): evicting %s (%s) for %s:%s",
-                          self.limits.max_connections, victim.remote_addr_text, why, newcomer[0], newcomer[1])
-        victim.evict()
-        return True
-
-    @property
-    def unsent_bytes(self) -> int:
-        """What the connections' transports hold unsent, as last measured (never below the truth)."""
-        return self.budget.total
-
-    async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        self.budget.close()
-        await asyncio.gather(*(conn.close() for conn in list(self.connections)))
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
-        elif self._sock is not None:
-            self._sock.close()
-        self._sock = None
-        self.log_throttle.flush()

@@ -315,3 +315,105 @@ def test_sync_flush_sends_wait_on_the_store_pool_not_on_the_loop(tmp_path):
             assert store.commit_log.mapped_file_queue.flushed_where >= store.get_max_phy_offset()
         finally:
             bt.call(client.close())
+
+
+def test_sends_the_store_put_at_once_are_answered_without_a_task_or_a_wakeup_each(broker):
+    """ASYNC_FLUSH: the append is the whole put, so the broker answers in the connection's reader -- no task per
+    send, no hand-off through the loop's self-pipe (a done future wrapped for the loop) -- issue 23."""
+    client = broker.client()
+    n = 40
+    try:
+        assert broker.call(client.invoke(send_v2("AtOnceTopic", b"warm"))).code == ResponseCode.SUCCESS
+        counts = {"tasks": 0, "wakeups": 0}
+
+        async def sends():
+            loop = asyncio.get_running_loop()
+            create_task, write_to_self = loop.create_task, loop._write_to_self
+
+            def counting_task(*args, **kwargs):
+                counts["tasks"] += 1
+                return create_task(*args, **kwargs)
+
+            def counting_wakeup():
+                counts["wakeups"] += 1
+                write_to_self()
+            loop.create_task, loop._write_to_self = counting_task, counting_wakeup
+            try:
+                return [await client.invoke(send_v2("AtOnceTopic", f"m{i}".encode(), i % 4)) for i in range(n)]
+            finally:
+                del loop.create_task, loop._write_to_self
+        responses = broker.call(sends())
+        assert [r.code for r in responses] == [ResponseCode.SUCCESS] * n
+        assert [int(r.ext_fields["queueOffset"]) for r in responses if r.ext_fields["queueId"] == "1"] == \
+            list(range(n // 4))
+        # the client's own loop is the broker's here (one thread): its invoke makes no task either
+        assert counts["tasks"] < n // 2 and counts["wakeups"] < n // 2, counts
+    finally:
+        broker.call(client.close())
+
+
+def test_sends_take_the_compiled_put_and_store_the_peer_as_born_host(broker):
+    """The compiled Putter takes a born host as an Address (or a cached string); the peer's address as the socket
+    gives it, a plain tuple, made it decline every send, so each took the pure put (issue 23's profile)."""
+    put_path = broker.broker.store.put_path
+    if put_path.async_putter is None:
+        pytest.skip("the compiled put is not built (or RMQSTORE_PURE)")
+    answers = []
+
+    class Spy:  # the store's own Putter, its answers kept (None: declined, the pure path runs)
+        def __init__(self, putter):
+            self.putter = putter
+
+        def put(self, item):
+            result = self.putter.put(item)
+            answers.append(result is not None)
+            return result
+
+        def put_batch(self, batch):
+            return self.putter.put_batch(batch)
+
+    put_path.async_putter = Spy(put_path.async_putter)
+    client = broker.client()
+    try:
+        responses = [broker.call(client.invoke(send_v2("CompiledTopic", f"c{i}".encode(), i % 2))) for i in range(8)]
+        assert [r.code for r in responses] == [ResponseCode.SUCCESS] * 8
+        local = broker.call(_local_address(client))
+        record = broker.broker.store.look_message_by_offset(decode_message_id(responses[-1].ext_fields["msgId"])[1])
+        assert (record.born_host.host, record.born_host.port) == local
+    finally:
+        put_path.async_putter = put_path.async_putter.putter
+        broker.call(client.close())
+    assert answers[1:] == [True] * 7  # the first may make the topic (the pure path's checks, once)
+
+
+async def _local_address(client) -> tuple[str, int]:
+    return client.connection.writer.get_extra_info("sockname")[:2]
+
+
+def test_sync_flush_answers_reach_the_loop_with_one_wakeup_a_flush_not_one_a_send(tmp_path):
+    """A group commit answers many waiting sends at once; their results reach the event loop with one wake-up of
+    its self-pipe for the burst (rmqstore.broker.handoff), not one per send as wrap_future's hand-off made."""
+    from broker_support import small_store_config
+    from rmqstore.common.config import FlushDiskType
+
+    n = 40
+    with BrokerThread(tmp_path / "store", store_config=small_store_config(
+            flush_disk_type=FlushDiskType.SYNC_FLUSH)) as bt:
+        client = bt.client()
+        try:
+            assert bt.call(client.invoke(send_v2("WakeTopic", b"warm"))).code == ResponseCode.SUCCESS
+            wakeups = []
+
+            async def many():
+                loop = asyncio.get_running_loop()
+                loop._write_to_self = lambda _w=loop._write_to_self: wakeups.append(1) or _w()
+                try:
+                    return await asyncio.gather(*(client.invoke(send_v2("WakeTopic", f"s{i}".encode(), i % 4))
+                                                  for i in range(n)))
+                finally:
+                    del loop._write_to_self
+            responses = bt.call(many())
+            assert [r.code for r in responses] == [ResponseCode.SUCCESS] * n
+            assert len(wakeups) < n // 2, f"{len(wakeups)} wake-ups for {n} sends"
+        finally:
+            bt.call(client.close())

@@ -35,6 +35,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 __all__ = ["DIST_NAME", "JAVA_DIR", "JavaDist", "JavaRunError", "find_dist", "java_dist", "free_port",
            "free_broker_port", "case_lines"]
@@ -161,11 +162,12 @@ class JavaDist:
 
     @contextlib.contextmanager
     def java_broker(self, folder: Path, conf: dict[str, str], plain_acl: str | None = None,
-                    start_timeout: float = 120):
+                    start_timeout: float = 120, on_boot: Callable[[subprocess.Popen], None] | None = None):
         """A Java 4.9.8 broker (``bin/mqbroker``) on a free port, its store and home under ``folder``;
         yields ``"127.0.0.1:PORT"``. ``conf`` adds to or overrides broker.conf keys; ``plain_acl`` is the
         text of its ``conf/plain_acl.yml`` (the broker reads it from its home, ``rocketmq.home.dir``).
-        Killed, with its process group, when the block ends."""
+        ``on_boot`` is called with the broker's process (the JVM: ``bin/mqbroker`` execs it) once it booted
+        (bench/broker.py reads its CPU time and RSS).  Killed, with its process group, when the block ends."""
         home = folder / "home"
         (home / "conf").mkdir(parents=True, exist_ok=True)
         for name in ("logback_broker.xml",):
@@ -188,6 +190,8 @@ class JavaDist:
                                     stderr=subprocess.STDOUT, env=env, cwd=str(folder), start_new_session=True)
         try:
             _wait_for_boot(proc, log_path, start_timeout)
+            if on_boot is not None:
+                on_boot(proc)
             yield f"127.0.0.1:{keys['listenPort']}"
         finally:
             _kill_group(proc)

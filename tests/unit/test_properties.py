@@ -243,3 +243,30 @@ def test_delay_rewrite_fixture_has_schedule_puts():
     puts = _schedule_puts()
     assert len(puts) == 7
     assert any(string_to_properties(p["inputProperties"])[DELAY] == "19" for p in puts)
+
+
+# -- the send processor's stored properties (issue 23: the order looked up, not rebuilt per send) --------------
+
+_send_key = st.sampled_from(["WAIT", "CLUSTER", "TRAN_MSG", "KEYS", "TAGS", "UNIQ_KEY", "DELAY", "a", "Ab", "BB"]) | _key
+_segment = st.tuples(_send_key, _value).map(lambda kv: f"{kv[0]}\x01{kv[1]}") | st.text(max_size=4)
+
+
+@settings(max_examples=400, deadline=None)
+@given(segments=st.lists(_segment, max_size=24), cluster=st.sampled_from(["DefaultCluster", "", "c"]))
+@example(segments=["KEYS\x01k", "UNIQ_KEY\x01u", "WAIT\x01true", "TAGS\x01TagA"], cluster="DefaultCluster")
+@example(segments=["TRAN_MSG\x01true", "WAIT\x01false", "CLUSTER\x01other"], cluster="")
+def test_the_send_processors_stored_properties_are_4_9_8s(segments, cluster):
+    """4.9.8's send path: parse the client's text into a HashMap, put CLUSTER, remove WAIT, write the map back;
+    the processor's looked-up key order gives the same text, twice (the second from its cache)."""
+    from types import SimpleNamespace
+
+    from rmqstore.broker.send import SendMessageProcessor
+
+    text = "\x02".join(segments)
+    reference = string_to_properties(text)
+    reference["CLUSTER"] = cluster
+    wait = reference.pop(WAIT, None)
+    expected = (properties_to_string(reference), wait, reference.get("TRAN_MSG") == "true")
+    processor = SendMessageProcessor(SimpleNamespace(config=SimpleNamespace(broker_cluster_name=cluster)))
+    assert processor._properties(text) == expected
+    assert processor._properties(text) == expected

@@ -182,6 +182,63 @@ def test_oneway_gets_no_response_and_the_server_can_ask_the_client():
     _run(main())
 
 
+def test_answers_ready_at_once_run_in_the_reader_and_leave_one_write_per_read():
+    """A processor that answers at once (no awaitable) runs in the connection's own reader, no task per request,
+    and the answers to the requests of one read leave in one write (issue 23: the Java client's threads share one
+    connection, so a read often holds several sends)."""
+    async def main():
+        server = await _server()
+        ran_in = []
+        server.register(1004, lambda conn, req: ran_in.append(asyncio.current_task()) or req.response(
+            ResponseCode.SUCCESS, ext_fields={"echo": req.ext_fields["n"]}))
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(encode_frame(RemotingCommand(1004, {"n": "first"}, opaque=1)))
+            assert FrameDecoder().feed(await reader.read(65536))[0].ext_fields["echo"] == "first"
+            (conn,) = server.connections
+            writes = []
+            write = conn.writer.write
+            conn.writer.write = lambda data: writes.append(len(data)) or write(data)
+            writer.write(b"".join(encode_frame(RemotingCommand(1004, {"n": str(i)}, opaque=100 + i))
+                                  for i in range(20)))
+            decoder, answers = FrameDecoder(), []
+            while len(answers) < 20:
+                answers += decoder.feed(await asyncio.wait_for(reader.read(65536), 10))
+            assert sorted(a.opaque for a in answers) == list(range(100, 120))
+            assert all(a.ext_fields["echo"] == str(a.opaque - 100) for a in answers)
+            assert len(writes) < 20, f"{len(writes)} writes for 20 answers"
+            assert len(set(ran_in)) == 1, "a task per request"
+            writer.close()
+        finally:
+            await server.stop()
+    _run(main())
+
+
+def test_the_read_deadline_costs_no_timer_per_read():
+    """The deadlines of a connection's reads (first frame, frame, idle) are kept by one watchdog timer, moved
+    only when a deadline comes earlier -- not a timer (asyncio.timeout) or a task (wait_for) per read (issue 23:
+    at one request in flight, every send is a read)."""
+    async def main():
+        server = await _server()
+        server.register(1004, lambda conn, req: req.response(ResponseCode.SUCCESS))
+        loop = asyncio.get_running_loop()
+        timers = []
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            decoder = FrameDecoder()
+            loop.call_at = lambda *a, _call_at=loop.call_at, **k: timers.append(a[0]) or _call_at(*a, **k)
+            for i in range(20):
+                writer.write(encode_frame(RemotingCommand(1004, opaque=i + 1)))
+                (answer,) = decoder.feed(await reader.read(65536)) or [None]  # (the module timeout bounds it)
+                assert answer is not None and answer.opaque == i + 1
+            assert len(timers) <= 2, f"{len(timers)} timers for 20 reads"
+            writer.close()
+        finally:
+            del loop.call_at
+            await server.stop()
+    _run(main())
+
+
 async def _closed_by_server(reader: asyncio.StreamReader, within: float) -> bool:
     """True when the server closes (or resets) the connection within ``within`` seconds."""
     try:
