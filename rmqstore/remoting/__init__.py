@@ -10,7 +10,8 @@ log lines), :mod:`.client` for dialling out and :mod:`.recorder` for a view of t
 
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, RequestCode, ResponseCode, SerializeType
 from .frame import (BINARY_HEADER_FIELDS, FRAME_FIELDS, MAX_FRAME_LENGTH, FrameDecoder, RemotingCommand,
-                    RemotingFrameError, decode_frame, encode_frame, frame_field_spans, header_field_spans)
+                    RemotingFrameError, decode_frame, encode_frame)
+from .frame_spans import frame_field_spans, header_field_spans
 from .client import RemotingClient
 from .recorder import FrameRecorder
 from .listener import RemotingServer
