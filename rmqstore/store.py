@@ -356,7 +356,8 @@ class MessageStore:
         return max(start, self.commit_log.get_min_offset()) if self.commit_log.mapped_file_queue.mapped_files else start
 
     def wait_dispatched(self, timeout: float = 10.0) -> bool:
-        """Block until the reput service has dispatched everything readable (tests, tools)."""
+        """Block until the reput service has dispatched everything readable (tests, tools).  With the transient
+        store pool a put is readable once the commit service has committed it: until then nothing is behind."""
         deadline = time.monotonic() + timeout
         while self.reput_message_service.behind() > 0:
             if time.monotonic() > deadline:

@@ -180,8 +180,14 @@ root, mode, filler = sys.argv[1], sys.argv[2], sys.argv[3]
 # meet the full disk creating the next one (that stops puts until a reopen, tested further down)
 store = MessageStore(root, config(mode, json.dumps({"mapped_file_size_consume_queue": 200_000})))
 store.start()
-# the queue's and the index's files are made by the first dispatch: before the disk fills, not while
-assert store.put_message(Message("Full", body(0), queue_id=0)).ok and store.wait_dispatched()
+# the queue's and the index's files are made by the first dispatch: before the disk fills, not while.
+# (wait_dispatched alone is not enough with the pool: a put not yet committed is not readable, so nothing
+# is behind for the reput until the commit thread runs -- the queue's unit says the dispatch happened)
+assert store.put_message(Message("Full", body(0), queue_id=0)).ok
+deadline = time.monotonic() + 30
+while store.get_max_offset_in_queue("Full", 0) < 1:
+    assert time.monotonic() < deadline, "the first put was not dispatched in 30 s"
+    time.sleep(0.005)
 i, answers = 1, []
 while True:
     r = store.put_message(Message("Full", body(i), queue_id=0))
