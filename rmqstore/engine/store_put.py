@@ -47,6 +47,7 @@ import logging
 import threading
 from typing import Any, Callable
 from concurrent.futures import Future
+from time import monotonic as _monotonic
 from time import perf_counter as _perf
 
 from . import native_put
@@ -385,13 +386,17 @@ class PutPath:
 
         With ``begin`` (an async put's, answered already) the wait is counted from then."""
         waits = not isinstance(replica, PutMessageStatus)
+        timeout = self.config.sync_flush_timeout / 1000.0
         if begin is None:
             begin = _perf()
-            status = replica.wait(self.config.sync_flush_timeout / 1000.0 + 1.0) if waits else replica
+            # the request's wait began when it was made, as its deadline counts (timeout after)
+            made = begin - (_monotonic() - (replica.deadline - timeout)) if waits else begin
+            status = replica.wait(timeout + 1.0) if waits else replica
         else:
+            made = begin
             status = replica.status if waits else replica
         if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
-            self.ha_service.note_replica_outcome(status, (_perf() - begin) * 1000,
+            self.ha_service.note_replica_outcome(status, (_perf() - min(made, begin)) * 1000,
                                                  replica.next_offset if waits else None)
         tr.replica(self.config.broker_role.value, status, replica, waits, begin, self.ha_service)
         return status
