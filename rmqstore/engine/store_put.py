@@ -396,7 +396,7 @@ class PutPath:
             made = begin
             status = replica.status if waits else replica
         if (waits or status is not _PUT_OK) and self.ha_service is not None:  # a SYNC_MASTER wait
-            self.ha_service.note_replica_outcome(status, (_perf() - min(made, begin)) * 1000,
+            self.ha_service.note_replica_outcome(status, (_perf() - made) * 1000,
                                                  replica.next_offset if waits else None)
         tr.replica(self.config.broker_role.value, status, replica, waits, begin, self.ha_service)
         return status

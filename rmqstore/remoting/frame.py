@@ -60,7 +60,7 @@ from ..format.layout import KIND_SIZES, Field
 from .codes import RPC_ONEWAY, RPC_TYPE_RESPONSE, LanguageCode, SerializeType
 
 __all__ = [
-    "FRAME_FIELDS", "BINARY_HEADER_FIELDS", "MAX_FRAME_LENGTH", "RemotingCommand", "RemotingFrameError",
+    "FRAME_FIELDS", "FRAME_PREFIX", "BINARY_HEADER_FIELDS", "MAX_FRAME_LENGTH", "RemotingCommand", "RemotingFrameError",
     "FrameDecoder", "encode_frame", "decode_frame", "encode_header", "decode_header", "pure_encode_frame", "pure_decode_frame", "pure_encode_header", "pure_decode_header",
     "pure_response", "bind_compiled",
 ]
@@ -91,7 +91,8 @@ BINARY_HEADER_FIELDS: tuple[Field, ...] = (
 )
 
 _I32 = struct.Struct(">i")
-_FRAME_PREFIX = struct.Struct(">" + "".join(KIND_SIZES[f.kind][0] for f in FRAME_FIELDS[:2]))
+#: the frame's first two fields (length, serialize type and header length), packed
+FRAME_PREFIX = struct.Struct(">" + "".join(KIND_SIZES[f.kind][0] for f in FRAME_FIELDS[:2]))
 _BINARY_FIXED = struct.Struct(">" + "".join(KIND_SIZES[f.kind][0] for f in BINARY_HEADER_FIELDS
                                             if f.kind in KIND_SIZES))
 _I16 = struct.Struct(">h")
@@ -275,7 +276,7 @@ def pure_encode_frame(cmd: RemotingCommand) -> bytes:
     length = 4 + len(header) + len(body)
     if length + 4 > MAX_FRAME_LENGTH or len(header) >= 1 << 24:
         raise RemotingFrameError(f"a frame of {length + 4} bytes exceeds the {MAX_FRAME_LENGTH}-byte limit")
-    return b"".join((_FRAME_PREFIX.pack(length, (int(cmd.serialize_type) << 24) | len(header)), header, body))
+    return b"".join((FRAME_PREFIX.pack(length, (int(cmd.serialize_type) << 24) | len(header)), header, body))
 
 
 def check_length(length: int) -> None:

@@ -15,13 +15,12 @@ import struct
 
 from ..format.layout import KIND_SIZES, Field
 from .codes import SerializeType
-from .frame import BINARY_HEADER_FIELDS, FRAME_FIELDS, RemotingFrameError, decode_header
+from .frame import BINARY_HEADER_FIELDS, FRAME_FIELDS, FRAME_PREFIX, RemotingFrameError, decode_header
 
 __all__ = ["frame_field_spans", "header_field_spans"]
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
-_FRAME_PREFIX = struct.Struct(">" + "".join(KIND_SIZES[f.kind][0] for f in FRAME_FIELDS[:2]))
 
 
 def frame_field_spans(frame: bytes, *, expand_header: bool = False) -> list[tuple[str, int, int, Field]]:
@@ -33,7 +32,7 @@ def frame_field_spans(frame: bytes, *, expand_header: bool = False) -> list[tupl
     """
     if len(frame) < 8:
         raise RemotingFrameError("a frame has at least 8 bytes")
-    length, meta = _FRAME_PREFIX.unpack_from(frame, 0)
+    length, meta = FRAME_PREFIX.unpack_from(frame, 0)
     header_end = min(8 + (meta & 0xFFFFFF), len(frame))
     ends = (4, 8, header_end, min(4 + length, len(frame)))
     spans, start = [], 0
