@@ -188,11 +188,9 @@ def test_update_and_delete_sub_group(rmq_java, sides):
 OURS_ONLY = {"maxConnections", "serverFirstFrameTimeoutSeconds", "serverFrameTimeoutSeconds", "serverUnsentBudgetBytes",
              "serverConnectionUnsentHighBytes", "aclFile", "preFaultMappedFile", "allocateWaitTimeoutMs", "storeHost",
              "haEnable", "haListenHost", "haReconnectInterval", "native"}
-JAVA_ONLY = {"rocketmqHome",
-             # the harness's Java broker.conf names the old keys, which 4.9.8 keeps in its configuration, unused
-             "mapedFileSizeCommitLog", "mapedFileSizeConsumeQueue"}
+JAVA_ONLY = {"rocketmqHome"}
 DIFFERENT = {"listenPort", "haListenPort", "namesrvAddr", "storePathRootDir", "brokerIP2",
-             # broker_support's small store on our side; 4.9.8's defaults on the Java side (see JAVA_ONLY)
+             # broker_support's small store on our side; 4.9.8's defaults on the Java side
              "mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum"}
 
 
