@@ -49,6 +49,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -89,30 +90,45 @@ def in_process_puts(n: int) -> dict:
 
 class BrokerProcess:
     """``rmqstore broker`` with its embedded name server, from this checkout or from ``code`` (another one's
-    root: a 'before' run), in a subprocess of its own; ``env`` adds to its environment."""
+    root: a 'before' run), in a subprocess of its own; ``env`` adds to its environment.  ``role`` is its
+    brokerRole (default ASYNC_MASTER); with ``namesrv`` it starts no name server of its own and registers with
+    that one (a slave beside its master).  ``port``, ``namesrv`` and ``ha_address`` (a master's, where its slaves
+    connect; None for a slave) are read from its banner."""
 
-    def __init__(self, flush: str = "ASYNC_FLUSH", code: str | None = None, env: dict[str, str] | None = None):
+    def __init__(self, flush: str = "ASYNC_FLUSH", code: str | None = None, env: dict[str, str] | None = None,
+                 role: str | None = None, namesrv: str | None = None):
         self.dir = tempfile.mkdtemp(prefix="rmqbench-broker-")
         conf = os.path.join(self.dir, "broker.conf")
         with open(conf, "w") as f:
             f.write(f"mappedFileSizeCommitLog={SEGMENT}\nflushDiskType={flush}\nbrokerName=bench\n"
-                    f"storePathRootDir={self.dir}/store\n")
+                    f"storePathRootDir={self.dir}/store\n" + (f"brokerRole={role}\n" if role else ""))
         env = dict(os.environ, **(env or {}), PYTHONPATH=code or os.path.join(os.path.dirname(__file__), ".."))
+        names = ["--no-namesrv", "--namesrv", namesrv] if namesrv else ["--namesrv-listen", "127.0.0.1:0"]
         self.proc = subprocess.Popen([sys.executable, "-m", "rmqstore.cli", "broker", "--config", conf,
-                                      "--listen", "127.0.0.1:0", "--namesrv-listen", "127.0.0.1:0"],
+                                      "--listen", "127.0.0.1:0", *names],
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
         try:
-            lines = []  # "broker NAME listening on ...", the HA line of a master, "name server listening on ..."
-            while not lines or not lines[-1].startswith("name server listening on "):
-                line = self.proc.stdout.readline()
-                if not line:
-                    raise RuntimeError(f"rmqstore broker exited before its name server listened: {lines}")
-                lines.append(line)
-            self.port = int(lines[0].split("listening on 127.0.0.1:")[1].split(",")[0])
-            self.namesrv = lines[-1].split("listening on ")[1].strip()
+            banner = self._banner(last="replicating from" if role == "SLAVE" else
+                                  "serving slaves on" if namesrv else "name server listening on ")
+            self.port = int(banner[0].split("listening on 127.0.0.1:")[1].split(",")[0])
+            self.namesrv = namesrv or banner[-1].split("listening on ")[1].strip()
+            ha = [line for line in banner if " serving slaves on " in line]
+            self.ha_address = ha[0].split(" serving slaves on ")[1].strip() if ha else None
         except BaseException:
             self.stop()  # no broker left running behind a failed start
             raise
+
+    def _banner(self, last: str) -> list[str]:
+        """The lines it prints once it serves ("broker NAME listening on ...", a master's "ROLE serving slaves on
+        ..." or a slave's "SLAVE replicating from ...", "name server listening on ..."), up to the one with
+        ``last``."""
+        lines: list[str] = []
+        while not lines or last not in lines[-1]:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"rmqstore broker exited before it printed {last!r}: {lines}")
+            lines.append(line)
+        return lines
 
     def stop(self):
         self.proc.terminate()
@@ -162,7 +178,7 @@ def client_sends(namesrv: str, n: int, producers: int, topic: str) -> dict:
     return {"msgs_per_s": len(lat) / elapsed, "p50_ms": _pct(lat, 0.5), "p99_ms": _pct(lat, 0.99)}
 
 
-def _send_v2(topic: str, i: int) -> RemotingCommand:
+def send_v2(topic: str, i: int) -> RemotingCommand:
     props = properties_to_string({"TAGS": "TagA", "KEYS": "k", "WAIT": "true"})
     return RemotingCommand(RequestCode.SEND_MESSAGE_V2, {
         "a": "PG_proto", "b": topic, "c": "TBW102", "d": "4", "e": str(i % 4), "f": "0",
@@ -173,12 +189,12 @@ def protocol_sends_and_pulls(port: int, n: int) -> tuple[dict, dict]:
     async def main():
         client = await RemotingClient().connect("127.0.0.1", port)
         try:
-            await client.invoke(_send_v2("ProtoTopic", 0))
+            await client.invoke(send_v2("ProtoTopic", 0))
             lat = []
             t0 = time.perf_counter()
             for i in range(n):
                 a = time.perf_counter()
-                r = await client.invoke(_send_v2("ProtoTopic", i))
+                r = await client.invoke(send_v2("ProtoTopic", i))
                 lat.append(time.perf_counter() - a)
                 assert r.code == 0, r.remark
             sends = {"msgs_per_s": n / (time.perf_counter() - t0), "p50_ms": _pct(lat, 0.5),
@@ -225,12 +241,12 @@ def client_pull(namesrv: str, topic: str) -> dict:
 
 def layer_costs(n: int) -> dict:
     """Microseconds per message of each layer, in-process (no socket)."""
-    frame = encode_frame(_send_v2("LayerTopic", 1))
+    frame = encode_frame(send_v2("LayerTopic", 1))
     t0 = time.perf_counter()
     for _ in range(n):
         FrameDecoder().feed(frame)
     decode_us = (time.perf_counter() - t0) / n * 1e6
-    cmd = _send_v2("LayerTopic", 1)
+    cmd = send_v2("LayerTopic", 1)
     t0 = time.perf_counter()
     for _ in range(n):
         encode_frame(cmd.response(0, None, {"msgId": "7F0000010000A36D0000000000000000", "queueId": 1,
@@ -270,7 +286,7 @@ def send_answer_cost(n: int) -> float:
             conn = SimpleNamespace(remote_address=("127.0.0.1", 5555), remote_addr_text="127.0.0.1:5555",
                                    attributes={})
             answer = broker.send_processor.answer
-            reqs = [_send_v2("AnswerTopic", i) for i in range(n)]
+            reqs = [send_v2("AnswerTopic", i) for i in range(n)]
             assert answer(conn, reqs[0]).code == 0  # the topic made
             t0 = time.perf_counter()
             for req in reqs:
@@ -403,23 +419,36 @@ def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmu
     return result
 
 
-def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, threads: list[int], seconds: int,
-                  warmup: int, rounds: int, profile: str | None = None) -> dict[str, dict[int, list[dict]]]:
-    """Every broker at every thread count, ``rounds`` times; within a round the brokers take turns at each
-    thread count, in the opposite order the next round (java, ours / ours, java / ...)."""
-    runs: dict[str, dict[int, list[dict]]] = {name: {t: [] for t in threads} for name in brokers}
+def run_line(res: dict) -> str:
+    """One JBench run as the rounds print it."""
+    return (f"{res['msgs_per_s']:9,.0f} msgs/s p50 {res['p50_ms']:.3f} p99 {res['p99_ms']:.3f} ms, "
+            f"{res['cpu_us_per_msg']:.1f} µs CPU/msg, RSS {res['peak_rss_mib']:.0f} MiB, load {res['load']:.2f}")
+
+
+def alternating_rounds(names: list[str], threads: list[int], rounds: int, run: Callable[[str, int, int], dict],
+                       describe: Callable[[dict], str] = run_line) -> dict[str, dict[int, list[dict]]]:
+    """``run(name, threads, round)`` for every name at every thread count, ``rounds`` times; within a round the
+    names take turns at each thread count, in the opposite order the next round (java, ours / ours, java / ...).
+    Each run is printed as it ends (``describe``)."""
+    runs: dict[str, dict[int, list[dict]]] = {name: {t: [] for t in threads} for name in names}
     for r in range(rounds):
-        order = list(brokers) if r % 2 == 0 else list(reversed(brokers))
+        order = names if r % 2 == 0 else names[::-1]
         for t in threads:
             for name in order:
-                topic = f"JB_{flush[:4]}_{t}_{r}_{name.replace(' ', '_')[:20]}"
-                kind = "java" if name == "java" else "rmqstore"
-                res = jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name], profile)
+                res = run(name, t, r)
                 runs[name][t].append(res)
-                print(f"  round {r + 1} {name:>10} {t:3d} threads: {res['msgs_per_s']:9,.0f} msgs/s p50 "
-                      f"{res['p50_ms']:.3f} p99 {res['p99_ms']:.3f} ms, {res['cpu_us_per_msg']:.1f} µs CPU/msg, "
-                      f"RSS {res['peak_rss_mib']:.0f} MiB, load {res['load']:.2f}", flush=True)
+                print(f"  round {r + 1} {name:>10} {t:3d} threads: {describe(res)}", flush=True)
     return runs
+
+
+def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, threads: list[int], seconds: int,
+                  warmup: int, rounds: int, profile: str | None = None) -> dict[str, dict[int, list[dict]]]:
+    """Every broker at every thread count, ``rounds`` times, taking turns (:func:`alternating_rounds`)."""
+    def run(name: str, t: int, r: int) -> dict:
+        topic = f"JB_{flush[:4]}_{t}_{r}_{name.replace(' ', '_')[:20]}"
+        kind = "java" if name == "java" else "rmqstore"
+        return jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name], profile)
+    return alternating_rounds(list(brokers), threads, rounds, run)
 
 
 def jbench_table(runs: dict[str, dict[int, list[dict]]]) -> dict:
@@ -442,17 +471,37 @@ def jbench_table(runs: dict[str, dict[int, list[dict]]]) -> dict:
     return summary
 
 
-def jbench(args) -> None:
-    """The JBench cases: skipped with one line when the Java distribution (or java) is missing."""
-    from tests.interop.rmqjava import JavaDist, find_dist
+def add_jbench_arguments(ap: argparse.ArgumentParser, threads: str) -> None:
+    """The JBench options (flush type, thread counts, seconds, warm-up, rounds); ``threads`` is the default."""
+    ap.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH",
+                    help="flushDiskType of every broker")
+    ap.add_argument("--threads", default=threads, help="JBench client thread counts")
+    ap.add_argument("--seconds", type=int, default=10, help="JBench's measured seconds")
+    ap.add_argument("--warmup", type=int, default=3, help="JBench's warm-up seconds")
+    ap.add_argument("--rounds", type=int, default=2, help="JBench rounds, brokers alternating")
+
+
+def jbench_settings(args) -> tuple[Path | None, int, int, int, list[int]]:
+    """The Java distribution (None, one line printed, when it or java is missing: the JBench cases are skipped),
+    JBench's seconds, warm-up and rounds (``--quick``: 3 s after 1 s, one round) and its thread counts.  The Java
+    brokers get the distribution's own heap (1 GiB; the tests give them 256 MiB) unless RMQ_BROKER_HEAP says."""
+    from tests.interop.rmqjava import find_dist
 
     root, why = find_dist()
     if root is None:
         print(f"JBench cases skipped: {why}")
-        return
-    os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")  # the distribution's own (tests use 256m)
+    os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")
     seconds, warmup, rounds = (3, 1, 1) if args.quick else (args.seconds, args.warmup, args.rounds)
-    threads = [int(t) for t in args.threads.split(",")]
+    return root, seconds, warmup, rounds, [int(t) for t in args.threads.split(",")]
+
+
+def jbench(args) -> None:
+    """The JBench cases: skipped with one line when the Java distribution (or java) is missing."""
+    from tests.interop.rmqjava import JavaDist
+
+    root, seconds, warmup, rounds, threads = jbench_settings(args)
+    if root is None:
+        return
     brokers: dict[str, Variant | None] = {"java": None, "rmqstore": None}
     if args.before:
         brokers["before"] = Variant(code=os.path.abspath(args.before))
@@ -463,10 +512,10 @@ def jbench(args) -> None:
     with tempfile.TemporaryDirectory(prefix="jbench-java-") as work:
         dist = JavaDist(root, Path(work))
         print(f"JBench ({args.flush}, {seconds} s after {warmup} s of warm-up, {rounds} rounds); "
-              f"uptime: {_uptime()}", flush=True)
+              f"uptime: {uptime()}", flush=True)
         profile = os.path.join(work, "py-spy.raw") if args.profile else None
         runs = jbench_rounds(dist, brokers, args.flush, threads, seconds, warmup, rounds, profile)
-    print(f"uptime: {_uptime()}")
+    print(f"uptime: {uptime()}")
     summary = jbench_table(runs)
     profiled = [(b, t, r["profile"]) for b, d in runs.items() for t, rs in d.items() for r in rs if "profile" in r]
     if profiled:
@@ -476,10 +525,17 @@ def jbench(args) -> None:
             print(f"  {own:6.1%} {fn[:70]:70}   {total:6.1%} {fn_t[:70]}")
     path = args.jbench_json or os.path.join(os.path.dirname(__file__), "results",
                                             f"broker_jbench_{args.flush.split('_')[0].lower()}.json")
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    write_jbench_json(path, {"flush": args.flush, "seconds": seconds, "warmup": warmup, "rounds": rounds,
+                             "threads": threads, "brokers": {b: v and v.__dict__ for b, v in brokers.items()}},
+                      summary, runs)
+
+
+def write_jbench_json(path: str, settings: dict, summary: dict, runs: dict[str, dict[int, list[dict]]]) -> None:
+    """``settings``, the medians of :func:`jbench_table` and every run of :func:`alternating_rounds` (by broker
+    and thread count) as JSON into ``path``."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     with open(path, "w") as f:
-        json.dump({"flush": args.flush, "seconds": seconds, "warmup": warmup, "rounds": rounds, "threads": threads,
-                   "brokers": {b: v and v.__dict__ for b, v in brokers.items()}, "summary": {b: {str(t): v for t, v in d.items()} for b, d in summary.items()},
+        json.dump({**settings, "summary": {b: {str(t): v for t, v in d.items()} for b, d in summary.items()},
                    "runs": {b: {str(t): v for t, v in d.items()} for b, d in runs.items()}}, f, indent=2)
 
 
@@ -520,7 +576,7 @@ def _py_spy_summary(spy: subprocess.Popen, raw: str, top: int = 30) -> dict:
     return {"samples": samples, "self": share(own), "total": share(anywhere)}
 
 
-def _uptime() -> str:
+def uptime() -> str:
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
@@ -563,12 +619,7 @@ def main() -> int:
     ap.add_argument("--only", choices=("clients", "jbench"), help="only these cases (default: both)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each client case")
     ap.add_argument("--json", default=os.path.join(os.path.dirname(__file__), "results", "broker.json"))
-    ap.add_argument("--flush", choices=("ASYNC_FLUSH", "SYNC_FLUSH"), default="ASYNC_FLUSH",
-                    help="flushDiskType of every broker")
-    ap.add_argument("--threads", default="1,8,32", help="JBench client thread counts")
-    ap.add_argument("--seconds", type=int, default=10, help="JBench's measured seconds")
-    ap.add_argument("--warmup", type=int, default=3, help="JBench's warm-up seconds")
-    ap.add_argument("--rounds", type=int, default=2, help="JBench rounds, brokers alternating")
+    add_jbench_arguments(ap, threads="1,8,32")
     ap.add_argument("--before", metavar="CHECKOUT",
                     help="also run the rmqstore broker of another checkout (its root, extensions built) in the "
                          "same rounds, as 'before'")
