@@ -23,6 +23,9 @@ loopback, ephemeral ports) and measures, in one invocation:
   distribution is found as the interop tests find it (``$RMQ_JAVA_DIST``, else
   ``../shared/rocketmq-4.9.8``); without it (or java) the JBench cases are skipped with one line.
 
+The C++ and Node clients against both brokers are bench/broker_clients.py's, built of this file's pieces
+(:func:`fresh_broker`, :func:`sampled_case`, :func:`alternating_rounds`, :func:`jbench_table`).
+
 Client cases run ``--repeat`` times, JBench ``--rounds`` times; the tables show medians, and
 the JSON (``--json``, ``--jbench-json``) every run.
 
@@ -49,7 +52,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
@@ -136,8 +139,9 @@ class BrokerProcess:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def _producer_process(namesrv: str, topic: str, k: int, count: int, barrier, out) -> None:
-    """One producer in a process of its own (the C++ client is not safe with several in one process)."""
+def _producer_process(namesrv: str, topic: str, k: int, count: int, barrier, out, warmup: int = 1) -> None:
+    """One producer in a process of its own (the C++ client is not safe with several in one process): ``warmup``
+    sends (at least the route lookup and the connection), then ``count`` timed ones once every producer is ready."""
     import rocketmq.client as rc
 
     p = rc.Producer(f"PG_bench_{topic}_{k}")
@@ -149,7 +153,8 @@ def _producer_process(namesrv: str, topic: str, k: int, count: int, barrier, out
         m.set_body(BODY)
         m.set_tags("TagA")
         m.set_keys("k")
-        p.send_sync(m)  # route lookup and connection outside the timing
+        for _ in range(max(1, warmup)):  # route lookup and connection (and the broker's warm-up) outside the timing
+            p.send_sync(m)
         barrier.wait()
         for _ in range(count):
             a = time.perf_counter()
@@ -160,10 +165,13 @@ def _producer_process(namesrv: str, topic: str, k: int, count: int, barrier, out
         out.put(lat)
 
 
-def client_sends(namesrv: str, n: int, producers: int, topic: str) -> dict:
+def client_sends(namesrv: str, n: int, producers: int, topic: str, warmup: int = 0) -> dict:
+    """``n`` sync sends of the C++ client from ``producers`` processes after ``warmup`` untimed ones (both split
+    among them); msgs/s and p50/p99 per send."""
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(producers + 1, timeout=120), ctx.Queue()
-    procs = [ctx.Process(target=_producer_process, args=(namesrv, topic, k, n // producers, barrier, out))
+    procs = [ctx.Process(target=_producer_process,
+                         args=(namesrv, topic, k, n // producers, barrier, out, warmup // producers))
              for k in range(producers)]
     for proc in procs:
         proc.start()
@@ -388,14 +396,13 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
-                variant: "Variant | None" = None, profile: str | None = None) -> dict:
-    """JBench at ``threads`` against a fresh broker: "java" (the 4.9.8 broker and name server, fresh both)
-    or "rmqstore" (``rmqstore broker`` with its embedded name server, as ``variant`` says); JBench's
-    figures plus the broker's CPU per stored message, its peak RSS and the load average before the run.  With
-    ``profile`` (a file), py-spy samples our broker during JBench's measured seconds (:func:`_start_py_spy`)."""
-    load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix=f"jbench-{broker}-") as tmp, contextlib.ExitStack() as stack:
+@contextlib.contextmanager
+def fresh_broker(dist, broker: str, flush: str, variant: "Variant | None" = None):
+    """A fresh broker for one run, stopped when the block ends: "java" (the 4.9.8 broker and a 4.9.8 name server,
+    both fresh, through ``dist``'s JavaDist helpers) or "rmqstore" (``rmqstore broker`` with its embedded name
+    server, as ``variant`` says); both ``flush``, 64 MiB commitlog files, loopback.  Yields (name server address,
+    broker address, the broker's pid)."""
+    with tempfile.TemporaryDirectory(prefix=f"bench-{broker}-") as tmp, contextlib.ExitStack() as stack:
         if broker == "java":
             procs: list[subprocess.Popen] = []
             namesrv = stack.enter_context(dist.java_namesrv(Path(tmp) / "ns"))
@@ -403,69 +410,94 @@ def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmu
                 Path(tmp) / "broker", {"namesrvAddr": namesrv, "flushDiskType": flush,
                                        "mappedFileSizeCommitLog": str(SEGMENT), "brokerName": "bench"},
                 on_boot=procs.append))
-            pid = procs[0].pid
+            yield namesrv, address, procs[0].pid
         else:
             variant = variant or Variant()
             ours = BrokerProcess(flush, variant.code, variant.env)
             stack.callback(ours.stop)
-            namesrv, address, pid = ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
-        spy = _start_py_spy(pid, profile, seconds, warmup) if profile and broker != "java" else None
+            yield ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
+
+
+def sampled_case(dist, broker: str, flush: str, topic: str, send: Callable[[str, str, int], dict],
+                 variant: "Variant | None" = None) -> dict:
+    """``send(name server, broker address, broker pid)`` (it sends to ``topic`` and returns its figures) against a
+    :func:`fresh_broker`, with a :class:`BrokerSampler` running: its figures plus the broker's CPU per stored
+    message, its peak RSS and the load average before the broker started."""
+    load = os.getloadavg()[0]
+    with fresh_broker(dist, broker, flush, variant) as (namesrv, address, pid):
         with BrokerSampler(pid, address, topic) as sampler:
-            result = run_jbench(dist, namesrv, topic, threads, seconds, warmup)
-        if spy is not None:
-            result["profile"] = _py_spy_summary(spy, profile)
+            result = send(namesrv, address, pid)
         result.update(cpu_us_per_msg=sampler.cpu_per_message() * 1e6, peak_rss_mib=proc_peak_rss_mib(pid),
                       load=load)
     return result
 
 
+def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
+                variant: "Variant | None" = None, profile: str | None = None) -> dict:
+    """JBench at ``threads`` against a fresh broker ("java" or "rmqstore", :func:`fresh_broker`), sampled
+    (:func:`sampled_case`).  With ``profile`` (a file), py-spy samples our broker during JBench's measured
+    seconds (:func:`_start_py_spy`)."""
+    def send(namesrv: str, address: str, pid: int) -> dict:
+        spy = _start_py_spy(pid, profile, seconds, warmup) if profile and broker != "java" else None
+        result = run_jbench(dist, namesrv, topic, threads, seconds, warmup)
+        if spy is not None:
+            result["profile"] = _py_spy_summary(spy, profile)
+        return result
+    return sampled_case(dist, broker, flush, topic, send, variant)
+
+
 def run_line(res: dict) -> str:
-    """One JBench run as the rounds print it."""
+    """One run as the rounds print it (its failures, when it had some)."""
     return (f"{res['msgs_per_s']:9,.0f} msgs/s p50 {res['p50_ms']:.3f} p99 {res['p99_ms']:.3f} ms, "
-            f"{res['cpu_us_per_msg']:.1f} µs CPU/msg, RSS {res['peak_rss_mib']:.0f} MiB, load {res['load']:.2f}")
+            f"{res['cpu_us_per_msg']:.1f} µs CPU/msg, RSS {res['peak_rss_mib']:.0f} MiB, load {res['load']:.2f}"
+            + (f", {res['fail']} failed" if res.get("fail") else ""))
 
 
-def alternating_rounds(names: list[str], threads: list[int], rounds: int, run: Callable[[str, int, int], dict],
-                       describe: Callable[[dict], str] = run_line) -> dict[str, dict[int, list[dict]]]:
-    """``run(name, threads, round)`` for every name at every thread count, ``rounds`` times; within a round the
-    names take turns at each thread count, in the opposite order the next round (java, ours / ours, java / ...).
-    Each run is printed as it ends (``describe``)."""
-    runs: dict[str, dict[int, list[dict]]] = {name: {t: [] for t in threads} for name in names}
+def alternating_rounds(brokers: list[str], cases: list, rounds: int, run: Callable[[int, Any, str], dict],
+                       label: Callable[[Any], str] = str,
+                       describe: Callable[[dict], str] = run_line) -> dict[str, dict[Any, list[dict]]]:
+    """``run(round, case, broker)`` for every broker at every case, ``rounds`` times; within a round the brokers
+    take turns at each case, in the opposite order the next round (java, ours / ours, java / ...).  Each run is
+    printed as it ends (``label`` names its case, ``describe`` its figures); the runs per broker and case, in
+    order."""
+    runs: dict[str, dict[Any, list[dict]]] = {name: {c: [] for c in cases} for name in brokers}
     for r in range(rounds):
-        order = names if r % 2 == 0 else names[::-1]
-        for t in threads:
+        order = brokers if r % 2 == 0 else brokers[::-1]
+        for case in cases:
             for name in order:
-                res = run(name, t, r)
-                runs[name][t].append(res)
-                print(f"  round {r + 1} {name:>10} {t:3d} threads: {describe(res)}", flush=True)
+                res = run(r, case, name)
+                runs[name][case].append(res)
+                print(f"  round {r + 1} {name:>10} {label(case)}: {describe(res)}", flush=True)
     return runs
 
 
 def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, threads: list[int], seconds: int,
                   warmup: int, rounds: int, profile: str | None = None) -> dict[str, dict[int, list[dict]]]:
-    """Every broker at every thread count, ``rounds`` times, taking turns (:func:`alternating_rounds`)."""
-    def run(name: str, t: int, r: int) -> dict:
+    """Every broker at every thread count, ``rounds`` times, the brokers alternating (:func:`alternating_rounds`)."""
+    def run(r: int, t: int, name: str) -> dict:
         topic = f"JB_{flush[:4]}_{t}_{r}_{name.replace(' ', '_')[:20]}"
         kind = "java" if name == "java" else "rmqstore"
         return jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name], profile)
-    return alternating_rounds(list(brokers), threads, rounds, run)
+    return alternating_rounds(list(brokers), threads, rounds, run, lambda t: f"{t:3d} threads")
 
 
-def jbench_table(runs: dict[str, dict[int, list[dict]]]) -> dict:
-    """Medians per broker and thread count, and each broker's ratio to the Java broker's median msgs/s;
-    printed as a table (each round's msgs/s listed, as bench/README quotes them)."""
+def jbench_table(runs: dict[str, dict], label: str = "threads") -> dict:
+    """Medians per broker and case (a thread count, or what ``label`` names), and each broker's ratio to the Java
+    broker's median msgs/s; printed as a table (each round's msgs/s listed, as bench/README quotes them)."""
     summary: dict = {}
-    print(f"{'broker':>12} {'threads':>7} {'msgs/s (rounds)':>26} {'median':>9} {'p50 ms':>7} {'p99 ms':>7} "
+    width = max([len(label)] + [len(str(c)) for by_case in runs.values() for c in by_case])
+    print(f"{'broker':>12} {label:>{width}} {'msgs/s (rounds)':>26} {'median':>9} {'p50 ms':>7} {'p99 ms':>7} "
           f"{'CPU µs/msg':>10} {'RSS MiB':>8} {'load':>5} {'/ java':>6}")
-    for name, by_threads in runs.items():
-        for t, results in by_threads.items():
+    for name, by_case in runs.items():
+        for t, results in by_case.items():
             med = {k: statistics.median(x[k] for x in results) for k in results[0] if k != "profile"}
             java = runs.get("java", {}).get(t)
-            ratio = med["msgs_per_s"] / statistics.median(x["msgs_per_s"] for x in java) if java else None
+            java_med = statistics.median(x["msgs_per_s"] for x in java) if java else 0
+            ratio = med["msgs_per_s"] / java_med if java_med else None  # none when the Java broker stored nothing
             med.update(rounds=[x["msgs_per_s"] for x in results], ratio_to_java=ratio)
             summary.setdefault(name, {})[t] = med
             rounds = " / ".join(f"{x:,.0f}" for x in med["rounds"])
-            print(f"{name:>12} {t:7d} {rounds:>26} {med['msgs_per_s']:9,.0f} {med['p50_ms']:7.3f} "
+            print(f"{name:>12} {t!s:>{width}} {rounds:>26} {med['msgs_per_s']:9,.0f} {med['p50_ms']:7.3f} "
                   f"{med['p99_ms']:7.3f} {med['cpu_us_per_msg']:10.1f} {med['peak_rss_mib']:8.0f} {med['load']:5.2f} "
                   f"{'' if ratio is None else f'{ratio:6.2f}'}")
     return summary

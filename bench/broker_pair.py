@@ -207,9 +207,9 @@ def main() -> int:
         print(f"JBench against SYNC_MASTER + SLAVE pairs ({args.flush}, {seconds} s after {warmup} s of warm-up, "
               f"{rounds} rounds); uptime: {uptime()}", flush=True)
 
-        def run(name: str, t: int, r: int) -> dict:
+        def run(r: int, t: int, name: str) -> dict:
             return pair_case(dist, name, args.flush, t, seconds, warmup, f"JBP_{args.flush[:4]}_{t}_{r}_{name}")
-        runs = alternating_rounds(["java", "rmqstore"], threads, rounds, run, pair_line)
+        runs = alternating_rounds(["java", "rmqstore"], threads, rounds, run, lambda t: f"{t:3d} threads", pair_line)
     print(f"uptime: {uptime()}")
     summary = jbench_table(runs)
     replication_table(runs)
