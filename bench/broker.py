@@ -372,30 +372,54 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
 
 
-def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
-                variant: "Variant | None" = None, profile: str | None = None) -> dict:
-    """JBench at ``threads`` against a fresh broker: "java" (the 4.9.8 broker and name server, fresh both)
-    or "rmqstore" (``rmqstore broker`` with its embedded name server, as ``variant`` says); JBench's
-    figures plus the broker's CPU per stored message, its peak RSS and the load average before the run.  With
-    ``profile`` (a file), py-spy samples our broker during JBench's measured seconds (:func:`_start_py_spy`)."""
-    load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix=f"jbench-{broker}-") as tmp, contextlib.ExitStack() as stack:
-        if broker == "java":
+@dataclass
+class RunningBroker:
+    """A fresh broker of one run: where clients find it (its name server), its own address, its process."""
+
+    namesrv: str
+    address: str
+    pid: int
+
+
+@contextlib.contextmanager
+def fresh_broker(dist, kind: str, flush: str, folder: Path, variant: "Variant | None" = None):
+    """A fresh broker under ``folder`` for one run, yielding a :class:`RunningBroker`, stopped when the block ends:
+    "java" (the 4.9.8 broker and a Java name server, fresh both, in process groups of their own) or "rmqstore"
+    (``rmqstore broker`` with its embedded name server, as ``variant`` says); both with ``flush``, 64 MiB
+    commitlog files (:data:`SEGMENT`), loopback.  ``pid`` is the broker's process (the JVM, or our Python)."""
+    with contextlib.ExitStack() as stack:
+        if kind == "java":
             procs: list[subprocess.Popen] = []
-            namesrv = stack.enter_context(dist.java_namesrv(Path(tmp) / "ns"))
+            namesrv = stack.enter_context(dist.java_namesrv(folder / "ns"))
             address = stack.enter_context(dist.java_broker(
-                Path(tmp) / "broker", {"namesrvAddr": namesrv, "flushDiskType": flush,
-                                       "mappedFileSizeCommitLog": str(SEGMENT), "brokerName": "bench"},
+                folder / "broker", {"namesrvAddr": namesrv, "flushDiskType": flush,
+                                    "mappedFileSizeCommitLog": str(SEGMENT), "brokerName": "bench"},
                 on_boot=procs.append))
-            pid = procs[0].pid
+            yield RunningBroker(namesrv, address, procs[0].pid)
         else:
             variant = variant or Variant()
             ours = BrokerProcess(flush, variant.code, variant.env)
             stack.callback(ours.stop)
-            namesrv, address, pid = ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
+            yield RunningBroker(ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid)
+
+
+def turns(names: list[str], r: int) -> list[str]:
+    """The brokers' order in round ``r``: as given, reversed the next round, and so on."""
+    return list(names) if r % 2 == 0 else list(reversed(names))
+
+
+def jbench_case(dist, broker: str, flush: str, threads: int, seconds: int, warmup: int, topic: str,
+                variant: "Variant | None" = None, profile: str | None = None) -> dict:
+    """JBench at ``threads`` against a fresh broker (:func:`fresh_broker`: "java" or "rmqstore"); JBench's
+    figures plus the broker's CPU per stored message, its peak RSS and the load average before the run.  With
+    ``profile`` (a file), py-spy samples our broker during JBench's measured seconds (:func:`_start_py_spy`)."""
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory(prefix=f"jbench-{broker}-") as tmp, \
+            fresh_broker(dist, broker, flush, Path(tmp), variant) as running:
+        pid = running.pid
         spy = _start_py_spy(pid, profile, seconds, warmup) if profile and broker != "java" else None
-        with BrokerSampler(pid, address, topic) as sampler:
-            result = run_jbench(dist, namesrv, topic, threads, seconds, warmup)
+        with BrokerSampler(pid, running.address, topic) as sampler:
+            result = run_jbench(dist, running.namesrv, topic, threads, seconds, warmup)
         if spy is not None:
             result["profile"] = _py_spy_summary(spy, profile)
         result.update(cpu_us_per_msg=sampler.cpu_per_message() * 1e6, peak_rss_mib=proc_peak_rss_mib(pid),
@@ -409,9 +433,8 @@ def jbench_rounds(dist, brokers: dict[str, "Variant | None"], flush: str, thread
     thread count, in the opposite order the next round (java, ours / ours, java / ...)."""
     runs: dict[str, dict[int, list[dict]]] = {name: {t: [] for t in threads} for name in brokers}
     for r in range(rounds):
-        order = list(brokers) if r % 2 == 0 else list(reversed(brokers))
         for t in threads:
-            for name in order:
+            for name in turns(list(brokers), r):
                 topic = f"JB_{flush[:4]}_{t}_{r}_{name.replace(' ', '_')[:20]}"
                 kind = "java" if name == "java" else "rmqstore"
                 res = jbench_case(dist, kind, flush, t, seconds, warmup, topic, brokers[name], profile)
@@ -442,15 +465,31 @@ def jbench_table(runs: dict[str, dict[int, list[dict]]]) -> dict:
     return summary
 
 
-def jbench(args) -> None:
-    """The JBench cases: skipped with one line when the Java distribution (or java) is missing."""
-    from tests.interop.rmqjava import JavaDist, find_dist
+def find_java_dist(cases: str) -> Path | None:
+    """The RocketMQ 4.9.8 distribution (as the interop tests find it), or None after one line saying ``cases``
+    are skipped and why (no distribution, or no java)."""
+    from tests.interop.rmqjava import find_dist
 
     root, why = find_dist()
     if root is None:
-        print(f"JBench cases skipped: {why}")
+        print(f"{cases} skipped: {why}")
+    return root
+
+
+def java_dist(root: Path, work: str):
+    """The distribution at ``root``, its files written under ``work``; the Java broker's heap is the
+    distribution's own 1 GiB (the tests use 256 MiB) unless ``$RMQ_BROKER_HEAP`` says otherwise."""
+    from tests.interop.rmqjava import JavaDist
+
+    os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")
+    return JavaDist(root, Path(work))
+
+
+def jbench(args) -> None:
+    """The JBench cases: skipped with one line when the Java distribution (or java) is missing."""
+    root = find_java_dist("JBench cases")
+    if root is None:
         return
-    os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")  # the distribution's own (tests use 256m)
     seconds, warmup, rounds = (3, 1, 1) if args.quick else (args.seconds, args.warmup, args.rounds)
     threads = [int(t) for t in args.threads.split(",")]
     brokers: dict[str, Variant | None] = {"java": None, "rmqstore": None}
@@ -461,12 +500,12 @@ def jbench(args) -> None:
         var, _, value = assignment.partition("=")
         brokers[name] = Variant(env={var: value})
     with tempfile.TemporaryDirectory(prefix="jbench-java-") as work:
-        dist = JavaDist(root, Path(work))
+        dist = java_dist(root, work)
         print(f"JBench ({args.flush}, {seconds} s after {warmup} s of warm-up, {rounds} rounds); "
-              f"uptime: {_uptime()}", flush=True)
+              f"uptime: {uptime()}", flush=True)
         profile = os.path.join(work, "py-spy.raw") if args.profile else None
         runs = jbench_rounds(dist, brokers, args.flush, threads, seconds, warmup, rounds, profile)
-    print(f"uptime: {_uptime()}")
+    print(f"uptime: {uptime()}")
     summary = jbench_table(runs)
     profiled = [(b, t, r["profile"]) for b, d in runs.items() for t, rs in d.items() for r in rs if "profile" in r]
     if profiled:
@@ -520,7 +559,8 @@ def _py_spy_summary(spy: subprocess.Popen, raw: str, top: int = 30) -> dict:
     return {"samples": samples, "self": share(own), "total": share(anywhere)}
 
 
-def _uptime() -> str:
+def uptime() -> str:
+    """What ``uptime`` prints: the clock and the load averages."""
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
