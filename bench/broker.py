@@ -396,26 +396,40 @@ class Variant:
     env: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass
+class RunningBroker:
+    """A fresh broker of one run: where clients find it (its name server), its own address, its process."""
+
+    namesrv: str
+    address: str
+    pid: int
+
+
 @contextlib.contextmanager
-def fresh_broker(dist, broker: str, flush: str, variant: "Variant | None" = None):
-    """A fresh broker for one run, stopped when the block ends: "java" (the 4.9.8 broker and a 4.9.8 name server,
-    both fresh, through ``dist``'s JavaDist helpers) or "rmqstore" (``rmqstore broker`` with its embedded name
-    server, as ``variant`` says); both ``flush``, 64 MiB commitlog files, loopback.  Yields (name server address,
-    broker address, the broker's pid)."""
-    with tempfile.TemporaryDirectory(prefix=f"bench-{broker}-") as tmp, contextlib.ExitStack() as stack:
-        if broker == "java":
+def fresh_broker(dist, kind: str, flush: str, folder: Path, variant: "Variant | None" = None):
+    """A fresh broker under ``folder`` for one run, yielding a :class:`RunningBroker`, stopped when the block ends:
+    "java" (the 4.9.8 broker and a Java name server, fresh both, in process groups of their own) or "rmqstore"
+    (``rmqstore broker`` with its embedded name server, as ``variant`` says); both with ``flush``, 64 MiB
+    commitlog files (:data:`SEGMENT`), loopback.  ``pid`` is the broker's process (the JVM, or our Python)."""
+    with contextlib.ExitStack() as stack:
+        if kind == "java":
             procs: list[subprocess.Popen] = []
-            namesrv = stack.enter_context(dist.java_namesrv(Path(tmp) / "ns"))
+            namesrv = stack.enter_context(dist.java_namesrv(folder / "ns"))
             address = stack.enter_context(dist.java_broker(
-                Path(tmp) / "broker", {"namesrvAddr": namesrv, "flushDiskType": flush,
-                                       "mappedFileSizeCommitLog": str(SEGMENT), "brokerName": "bench"},
+                folder / "broker", {"namesrvAddr": namesrv, "flushDiskType": flush,
+                                    "mappedFileSizeCommitLog": str(SEGMENT), "brokerName": "bench"},
                 on_boot=procs.append))
-            yield namesrv, address, procs[0].pid
+            yield RunningBroker(namesrv, address, procs[0].pid)
         else:
             variant = variant or Variant()
             ours = BrokerProcess(flush, variant.code, variant.env)
             stack.callback(ours.stop)
-            yield ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid
+            yield RunningBroker(ours.namesrv, f"127.0.0.1:{ours.port}", ours.proc.pid)
+
+
+def turns(names: list[str], r: int) -> list[str]:
+    """The brokers' order in round ``r``: as given, reversed the next round, and so on."""
+    return list(names) if r % 2 == 0 else list(reversed(names))
 
 
 def sampled_case(dist, broker: str, flush: str, topic: str, send: Callable[[str, str, int], dict],
@@ -424,10 +438,11 @@ def sampled_case(dist, broker: str, flush: str, topic: str, send: Callable[[str,
     :func:`fresh_broker`, with a :class:`BrokerSampler` running: its figures plus the broker's CPU per stored
     message, its peak RSS and the load average before the broker started."""
     load = os.getloadavg()[0]
-    with fresh_broker(dist, broker, flush, variant) as (namesrv, address, pid):
-        with BrokerSampler(pid, address, topic) as sampler:
-            result = send(namesrv, address, pid)
-        result.update(cpu_us_per_msg=sampler.cpu_per_message() * 1e6, peak_rss_mib=proc_peak_rss_mib(pid),
+    with tempfile.TemporaryDirectory(prefix=f"bench-{broker}-") as tmp, \
+            fresh_broker(dist, broker, flush, Path(tmp), variant) as running:
+        with BrokerSampler(running.pid, running.address, topic) as sampler:
+            result = send(running.namesrv, running.address, running.pid)
+        result.update(cpu_us_per_msg=sampler.cpu_per_message() * 1e6, peak_rss_mib=proc_peak_rss_mib(running.pid),
                       load=load)
     return result
 
@@ -462,9 +477,8 @@ def alternating_rounds(brokers: list[str], cases: list, rounds: int, run: Callab
     order."""
     runs: dict[str, dict[Any, list[dict]]] = {name: {c: [] for c in cases} for name in brokers}
     for r in range(rounds):
-        order = brokers if r % 2 == 0 else brokers[::-1]
         for case in cases:
-            for name in order:
+            for name in turns(brokers, r):
                 res = run(r, case, name)
                 runs[name][case].append(res)
                 print(f"  round {r + 1} {name:>10} {label(case)}: {describe(res)}", flush=True)
@@ -513,24 +527,36 @@ def add_jbench_arguments(ap: argparse.ArgumentParser, threads: str) -> None:
     ap.add_argument("--rounds", type=int, default=2, help="JBench rounds, brokers alternating")
 
 
-def jbench_settings(args) -> tuple[Path | None, int, int, int, list[int]]:
-    """The Java distribution (None, one line printed, when it or java is missing: the JBench cases are skipped),
-    JBench's seconds, warm-up and rounds (``--quick``: 3 s after 1 s, one round) and its thread counts.  The Java
-    brokers get the distribution's own heap (1 GiB; the tests give them 256 MiB) unless RMQ_BROKER_HEAP says."""
+def find_java_dist(cases: str) -> Path | None:
+    """The RocketMQ 4.9.8 distribution (as the interop tests find it), or None after one line saying ``cases``
+    are skipped and why (no distribution, or no java)."""
     from tests.interop.rmqjava import find_dist
 
     root, why = find_dist()
     if root is None:
-        print(f"JBench cases skipped: {why}")
+        print(f"{cases} skipped: {why}")
+    return root
+
+
+def java_dist(root: Path, work: str):
+    """The distribution at ``root``, its files written under ``work``; the Java broker's heap is the
+    distribution's own 1 GiB (the tests use 256 MiB) unless ``$RMQ_BROKER_HEAP`` says otherwise."""
+    from tests.interop.rmqjava import JavaDist
+
     os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")
+    return JavaDist(root, Path(work))
+
+
+def jbench_settings(args) -> tuple[Path | None, int, int, int, list[int]]:
+    """The Java distribution (None, one line printed, when it or java is missing: the JBench cases are skipped),
+    JBench's seconds, warm-up and rounds (``--quick``: 3 s after 1 s, one round) and its thread counts."""
+    root = find_java_dist("JBench cases")
     seconds, warmup, rounds = (3, 1, 1) if args.quick else (args.seconds, args.warmup, args.rounds)
     return root, seconds, warmup, rounds, [int(t) for t in args.threads.split(",")]
 
 
 def jbench(args) -> None:
     """The JBench cases: skipped with one line when the Java distribution (or java) is missing."""
-    from tests.interop.rmqjava import JavaDist
-
     root, seconds, warmup, rounds, threads = jbench_settings(args)
     if root is None:
         return
@@ -542,7 +568,7 @@ def jbench(args) -> None:
         var, _, value = assignment.partition("=")
         brokers[name] = Variant(env={var: value})
     with tempfile.TemporaryDirectory(prefix="jbench-java-") as work:
-        dist = JavaDist(root, Path(work))
+        dist = java_dist(root, work)
         print(f"JBench ({args.flush}, {seconds} s after {warmup} s of warm-up, {rounds} rounds); "
               f"uptime: {uptime()}", flush=True)
         profile = os.path.join(work, "py-spy.raw") if args.profile else None
@@ -609,6 +635,7 @@ def _py_spy_summary(spy: subprocess.Popen, raw: str, top: int = 30) -> dict:
 
 
 def uptime() -> str:
+    """What ``uptime`` prints: the clock and the load averages."""
     return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 

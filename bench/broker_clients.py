@@ -45,12 +45,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from broker import alternating_rounds, client_sends, jbench_table, sampled_case, uptime
+from broker import alternating_rounds, client_sends, find_java_dist, java_dist, jbench_table, sampled_case, uptime
 
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 SEND_BENCH = HERE / "node" / "send_bench.js"
 #: the ali-ons the bench installs when ``$RMQ_NODE_MODULES`` is not set (the version the frame fixtures recorded)
 ALI_ONS = "ali-ons@3.12.0"
@@ -223,16 +222,10 @@ def main() -> int:
     if not cases:
         return 0
 
-    sys.path.insert(0, str(ROOT))
-    from tests.interop.rmqjava import JavaDist, find_dist
-
-    dist_root, why = find_dist()
+    dist_root = find_java_dist("the Java broker's cases (rmqstore broker alone)")
     brokers = ["java", "rmqstore"] if dist_root is not None else ["rmqstore"]
-    if dist_root is None:
-        print(f"the Java broker skipped, rmqstore broker alone: {why}")
-    os.environ.setdefault("RMQ_BROKER_HEAP", "-Xms1g -Xmx1g")  # the distribution's own (tests use 256m)
     with tempfile.TemporaryDirectory(prefix="bench-clients-java-") as work:
-        dist = JavaDist(dist_root, Path(work)) if dist_root is not None else None
+        dist = java_dist(dist_root, work) if dist_root is not None else None
         print(f"clients ({args.flush}, {count:,} sends a run, {rounds} rounds); uptime: {uptime()}", flush=True)
 
         def run(r: int, case: Case, broker: str) -> dict:

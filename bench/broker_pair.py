@@ -46,7 +46,7 @@ from pathlib import Path
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from broker import (SEGMENT, BrokerProcess, BrokerSampler, add_jbench_arguments, alternating_rounds,  # noqa: E402
-                    jbench_settings, jbench_table, proc_peak_rss_mib, run_jbench, run_line, send_v2, uptime,
+                    java_dist, jbench_settings, jbench_table, proc_peak_rss_mib, run_jbench, run_line, send_v2, uptime,
                     write_jbench_json)
 from rmqstore.admin.bodies import decode_runtime_info  # noqa: E402
 from rmqstore.remoting import RemotingClient, RemotingCommand, RequestCode  # noqa: E402
@@ -197,13 +197,11 @@ def main() -> int:
     add_jbench_arguments(ap, threads="8,32")
     ap.add_argument("--json", help="default bench/results/broker_pair_{async,sync}.json")
     args = ap.parse_args()
-    from tests.interop.rmqjava import JavaDist
-
     root, seconds, warmup, rounds, threads = jbench_settings(args)
     if root is None:
         return 0
     with tempfile.TemporaryDirectory(prefix="jbench-pair-java-") as work:
-        dist = JavaDist(root, Path(work))
+        dist = java_dist(root, work)
         print(f"JBench against SYNC_MASTER + SLAVE pairs ({args.flush}, {seconds} s after {warmup} s of warm-up, "
               f"{rounds} rounds); uptime: {uptime()}", flush=True)
 

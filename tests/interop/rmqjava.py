@@ -15,8 +15,10 @@ Where it looks, first found wins (:func:`find_dist`):
 
 API, small on purpose: :func:`java_dist` (the :class:`JavaDist`, or a pytest skip),
 :meth:`JavaDist.run_java` (a program under ``tests/interop/java/`` or any ``.java`` file, with
-arguments and a timeout; returns what it printed), :meth:`JavaDist.java_broker` (a Java broker on
-free ports with a broker.conf and, optionally, a plain_acl.yml; stopped in a ``finally``),
+arguments and a timeout; returns what it printed), :meth:`JavaDist.java_command` (its command line,
+for a program the caller talks to while it runs, as bench/broker_drain.py does),
+:meth:`JavaDist.java_broker` (a Java broker on free ports with a broker.conf and, optionally, a
+plain_acl.yml; stopped in a ``finally``),
 :meth:`JavaDist.java_namesrv` (a Java name server on a free port, likewise), :meth:`JavaDist.mqadmin`
 (RocketMQ's own admin tool, with arguments and ``-n``) and
 :func:`free_port` / :func:`free_broker_port`.  JVM starts are slow on two cores: a Java program
@@ -142,13 +144,20 @@ class JavaDist:
         env.update(extra)
         return env
 
-    def run_java(self, program: str | Path, *args: str, timeout: float = 180, env: dict | None = None) -> str:
-        """Run ``program`` (a name under tests/interop/java/, or a path) with ``args`` through ``bin/rmq-java``;
-        its stdout. A non-zero exit or the timeout raises :class:`JavaRunError` with everything it printed."""
+    def java_command(self, program: str | Path, *args: str) -> list[str]:
+        """The command line running ``program`` (a name under tests/interop/java/, or a path) with ``args``
+        through ``bin/rmq-java`` (which execs the JVM: a Popen of it is the JVM's process); run it with
+        :meth:`env` and the work folder as its directory, as :meth:`run_java` does."""
         path = Path(program)
         if not path.is_absolute():
             path = JAVA_DIR / path
-        cmd = [str(self.root / "bin" / "rmq-java"), str(path), *map(str, args)]
+        return [str(self.root / "bin" / "rmq-java"), str(path), *map(str, args)]
+
+    def run_java(self, program: str | Path, *args: str, timeout: float = 180, env: dict | None = None) -> str:
+        """Run ``program`` (a name under tests/interop/java/, or a path) with ``args`` through ``bin/rmq-java``;
+        its stdout. A non-zero exit or the timeout raises :class:`JavaRunError` with everything it printed."""
+        cmd = self.java_command(program, *args)
+        path = Path(cmd[1])
         try:
             done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env or self.env(),
                                   cwd=str(self.workdir))
