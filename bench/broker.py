@@ -120,6 +120,7 @@ class BrokerProcess:
         except BaseException:
             self.stop()  # no broker left running behind a failed start
             raise
+        self.spy = _start_life_profile(self.proc.pid)
 
     def _banner(self, last: str) -> list[str]:
         """The lines it prints once it serves ("broker NAME listening on ...", a master's "ROLE serving slaves on
@@ -137,6 +138,33 @@ class BrokerProcess:
         self.proc.terminate()
         self.proc.wait(60)
         shutil.rmtree(self.dir, ignore_errors=True)
+        if getattr(self, "spy", None) is not None:
+            spy, raw = self.spy
+            self.spy = None
+            print_profile(f"py-spy, rmqstore broker pid {self.proc.pid}, its whole life", _py_spy_summary(spy, raw))
+
+
+#: a folder: every ``rmqstore broker`` a benchmark starts is sampled by py-spy for its whole life (GIL holders,
+#: 250 Hz), and where its time went is printed when it stops -- the profile beside a target a run missed
+PROFILE_ENV = "RMQBENCH_PYSPY"
+
+
+def _start_life_profile(pid: int) -> tuple[subprocess.Popen, str] | None:
+    folder = os.environ.get(PROFILE_ENV)
+    if not folder:
+        return None
+    os.makedirs(folder, exist_ok=True)
+    raw = os.path.join(folder, f"broker-{pid}.raw")
+    spy = subprocess.Popen(["py-spy", "record", "--pid", str(pid), "--gil", "--rate", "250", "--format", "raw",
+                            "--output", raw], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return spy, raw
+
+
+def print_profile(title: str, prof: dict, top: int = 25) -> None:
+    """A py-spy summary (:func:`_py_spy_summary`): each function's self and total share of the samples."""
+    print(f"{title}: {prof['samples']} samples holding the GIL; self / total share")
+    for (fn, own), (fn_t, total) in list(zip(prof["self"], prof["total"]))[:top]:
+        print(f"  {own:6.1%} {fn[:70]:70}   {total:6.1%} {fn_t[:70]}")
 
 
 def _producer_process(namesrv: str, topic: str, k: int, count: int, barrier, out, warmup: int = 1) -> None:
@@ -578,9 +606,7 @@ def jbench(args) -> None:
     profiled = [(b, t, r["profile"]) for b, d in runs.items() for t, rs in d.items() for r in rs if "profile" in r]
     if profiled:
         name, t, prof = profiled[-1]
-        print(f"py-spy, {name} at {t} threads, {prof['samples']} samples holding the GIL: self / total share")
-        for (fn, own), (fn_t, total) in zip(prof["self"], prof["total"]):
-            print(f"  {own:6.1%} {fn[:70]:70}   {total:6.1%} {fn_t[:70]}")
+        print_profile(f"py-spy, {name} at {t} threads", prof, top=30)
     path = args.jbench_json or os.path.join(os.path.dirname(__file__), "results",
                                             f"broker_jbench_{args.flush.split('_')[0].lower()}.json")
     write_jbench_json(path, {"flush": args.flush, "seconds": seconds, "warmup": warmup, "rounds": rounds,
