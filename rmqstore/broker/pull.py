@@ -32,7 +32,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from ..engine.reading import GetMessageStatus, TagFilter, read_message_bytes
+from ..engine.reading import GetMessageStatus, TagFilter
 from ..remoting import Connection, RemotingCommand, RequestCode, ResponseCode
 from .headers import Header
 from .topics import is_readable
@@ -153,7 +153,7 @@ class PullMessageProcessor:
             return req.response(*message_filter), None
         broker = self.broker
         result = broker.store.get_message(p.group, p.topic, p.queue_id, p.offset, max(0, p.max_nums),
-                                          message_filter)
+                                          message_filter, raw=True)
         code, body = self._body(result, p.offset)
         broker.stats.count_pull(p.group, p.topic, p.queue_id, result, code == ResponseCode.SUCCESS, started)
         if allow_suspend and p.sys_flag & FLAG_COMMIT_OFFSET:
@@ -202,10 +202,7 @@ class PullMessageProcessor:
         code = _response_code(result.status, offset)
         if code != ResponseCode.SUCCESS:
             return code, b""
-        parts = [read_message_bytes(self.broker.store, u.commit_log_offset, u.size) for u in result.units]
-        if any(part is None for part in parts):  # a file went away between the read and now
-            return ResponseCode.PULL_RETRY_IMMEDIATELY, b""
-        return code, b"".join(parts)
+        return code, b"".join(result.buffers)  # a raw pull's records, copied out of the file as it read them
 
 
 @dataclass

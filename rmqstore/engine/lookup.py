@@ -38,13 +38,14 @@ from dataclasses import dataclass, field
 
 from .consume_queue import CQ_STORE_UNIT_SIZE
 from ..common.errors import CorruptRecordError, StoreError, StoreStateError
-from ..format.layout import CONSUME_QUEUE_UNIT, SYSFLAG_POSITION, message_fields_struct, store_timestamp_position
+from ..format.layout import (CONSUME_QUEUE_UNIT, MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, PHYSICAL_OFFSET_POSITION,
+                             RECORD_HEAD, SYSFLAG_POSITION, message_fields_struct, store_timestamp_position)
 from ..format.properties import KEY_SEPARATOR, KEYS, UNIQ_KEY, string_to_properties
 from ..format.record import MessageRecord, decode_message_id, decode_record
 
 __all__ = [
     "check_open", "consume_queue_of", "hold_range", "NoRecordAt", "held_record_bytes", "decode_record_at",
-    "record_keys", "read_record", "read_message_bytes", "QueryMessageResult", "look_message_by_offset",
+    "record_keys", "read_record", "read_record_bytes", "read_message_bytes", "QueryMessageResult", "look_message_by_offset",
     "view_message_by_id", "message_keys", "query_message", "pickup_store_timestamp",
     "get_offset_in_queue_by_time",
 ]
@@ -155,6 +156,38 @@ def read_record(store, offset: int, size: int, *, check_crc: bool = False):
     if rec.physical_offset != offset:
         raise CorruptRecordError(f"the record says it sits at {rec.physical_offset}", offset)
     return rec
+
+
+_HEAD = RECORD_HEAD.struct
+_PHYSICAL_OFFSET = message_fields_struct("physical_offset")
+_MESSAGE_MAGICS = (MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2)
+
+
+def read_record_bytes(store, offset: int, size: int) -> bytes | None:
+    """The raw message record of ``size`` bytes at commitlog ``offset``, undecoded -- what a pull carries.
+
+    Checked as much as a pull can afford, as :func:`read_record` would refuse them: its size field says
+    ``size``, its magic code is a message's and it says it sits at ``offset``; :class:`CorruptRecordError`
+    otherwise.  None when the bytes are not readable (not written yet, file gone)."""
+    held = hold_range(store.commit_log.mapped_file_queue, offset, size)
+    if held is None:
+        return None
+    mf, pos = held
+    try:
+        data = bytes(mf.mapped[pos:pos + size])
+    finally:
+        mf.release()
+    total, magic = _HEAD.unpack_from(data) if size >= _HEAD.size else (None, None)
+    if magic not in _MESSAGE_MAGICS:
+        raise CorruptRecordError("no message's magic code there", offset)
+    if total != size:
+        raise CorruptRecordError(f"the record is {total} bytes, {size} expected", offset)
+    if size < PHYSICAL_OFFSET_POSITION + _PHYSICAL_OFFSET.size:
+        raise CorruptRecordError(f"{size} bytes is shorter than a message's fixed fields", offset)
+    at = _PHYSICAL_OFFSET.unpack_from(data, PHYSICAL_OFFSET_POSITION)[0]
+    if at != offset:
+        raise CorruptRecordError(f"the record says it sits at {at}", offset)
+    return data
 
 
 def read_message_bytes(store, offset: int, size: int) -> bytes | None:

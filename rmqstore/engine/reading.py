@@ -53,14 +53,14 @@ import enum
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 from ..common.config import BrokerRole
 from .consume_queue import CQ_STORE_UNIT_SIZE, iter_units
 from ..common.errors import CorruptRecordError, StoreStateError
 from .lookup import (NoRecordAt, QueryMessageResult, check_open, consume_queue_of, decode_record_at,
                      get_offset_in_queue_by_time, held_record_bytes, look_message_by_offset, message_keys,
-                     pickup_store_timestamp, query_message, read_message_bytes, read_record, record_keys,
+                     pickup_store_timestamp, query_message, read_message_bytes, read_record, read_record_bytes, record_keys,
                      view_message_by_id)
 from ..format.properties import TAGS, java_string_hash, string_to_properties
 from ..format.record import MessageRecord
@@ -132,19 +132,21 @@ class GetMessageResult:
     units: list = field(default_factory=list)
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False
+    #: a ``raw`` pull's records as stored, undecoded (RocketMQ's messageBufferList); ``messages`` stays empty
+    buffers: list = field(default_factory=list)
 
     @property
     def message_count(self) -> int:
-        return len(self.messages)
+        return len(self.units)
 
     @property
     def found(self) -> bool:
         return self.status is GetMessageStatus.FOUND
 
-    def _add(self, record: MessageRecord, unit: ConsumeQueueUnit) -> None:
-        self.messages.append(record)
+    def _add(self, record: MessageRecord | bytes, unit: ConsumeQueueUnit) -> None:
+        (self.buffers if isinstance(record, bytes) else self.messages).append(record)
         self.units.append(unit)
-        self.buffer_total_size += record.total_size
+        self.buffer_total_size += unit.size
 
     def __repr__(self) -> str:
         return (f"GetMessageResult(status={self.status.name}, messages={len(self.messages)}, "
@@ -203,6 +205,11 @@ class TagFilter:
             return True
         return tags_code in self.codes
 
+    @property
+    def reads_commit_log(self) -> bool:
+        """Whether :meth:`is_matched_by_commit_log` looks at the record (else it lets every one through)."""
+        return self.exact and not self.all
+
     def is_matched_by_commit_log(self, record: MessageRecord, properties=None) -> bool:
         if self.all or not self.exact:
             return True
@@ -219,8 +226,9 @@ def _next_offset_correction(store, old_offset: int, new_offset: int) -> int:
     return old_offset
 
 
-def _index_units(cq, queue_offset: int, max_units: int) -> list[ConsumeQueueUnit] | None:
-    """Units from ``queue_offset`` to the readable end of its file (at most ``max_units``).
+def _index_units(cq, queue_offset: int, max_units: int) -> Iterator[ConsumeQueueUnit] | None:
+    """Units from ``queue_offset`` to the readable end of its file (at most ``max_units``), made as the pull
+    takes them: a pull of 32 stops long before the 800 units (16,000 bytes) it may scan for matches.
 
     None where RocketMQ's ``getIndexBuffer`` returns null: below the minimum, no file, or
     nothing readable at that position.
@@ -236,12 +244,11 @@ def _index_units(cq, queue_offset: int, max_units: int) -> list[ConsumeQueueUnit
     if not 0 <= rel < read_pos or not mf.hold():
         return None
     try:
-        end = min(read_pos, rel + max_units * CQ_STORE_UNIT_SIZE)
-        base = mf.file_from_offset
-        return [ConsumeQueueUnit((base + p) // CQ_STORE_UNIT_SIZE, off, size, tags)
-                for p, off, size, tags in iter_units(mf.mapped, rel, end)]
+        block = bytes(mf.mapped[rel:min(read_pos, rel + max_units * CQ_STORE_UNIT_SIZE)])  # copied while held
     finally:
         mf.release()
+    return (ConsumeQueueUnit(queue_offset + p // CQ_STORE_UNIT_SIZE, off, size, tags)
+            for p, off, size, tags in iter_units(block))
 
 
 def _check_readable(store) -> None:
@@ -258,6 +265,13 @@ def _filter_consume_queue(message_filter, tags_code):
     return message_filter.is_matched_by_consume_queue(tags_code, None)
 
 
+def _reads_commit_log(message_filter) -> bool:
+    """Whether ``message_filter`` needs the decoded record (its commit-log stage looks at it)."""
+    if not hasattr(message_filter, "is_matched_by_commit_log"):
+        return False
+    return getattr(message_filter, "reads_commit_log", True)
+
+
 def _filter_commit_log(message_filter, record) -> bool:
     if message_filter is None or not hasattr(message_filter, "is_matched_by_commit_log"):
         return True
@@ -268,8 +282,12 @@ def _filter_commit_log(message_filter, record) -> bool:
 
 def get_message(store, group: str, topic: str, queue_id: int, offset: int, max_count: int,
                 message_filter=None, *, limits: TransferLimits | None = None,
-                check_crc: bool = False) -> GetMessageResult:
+                check_crc: bool = False, raw: bool = False) -> GetMessageResult:
     """Pull up to ``max_count`` messages of topic/queue from queue offset ``offset``.
+
+    With ``raw`` the records come as stored, in ``result.buffers`` (what a broker's pull answers with,
+    RocketMQ's getMessage), not decoded into ``result.messages`` -- unless ``check_crc`` or the filter's
+    commit-log stage needs them decoded; either way each one is checked to be the record its unit names.
 
     ``group`` is the consumer group (RocketMQ only uses it for statistics).
     ``message_filter`` is None, a callable ``f(tags_code) -> bool``, or an object with
@@ -315,8 +333,9 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int, max_c
                             topic, offset, min_offset, max_offset)
             else:
                 result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset)
+                reader = _raw_reader if raw and not check_crc and not _reads_commit_log(message_filter) else None
                 status, read, max_phy_pulling = _pull_units(store, result, units, max_count, limits,
-                                                            max_offset_py, message_filter, check_crc, topic)
+                                                            max_offset_py, message_filter, check_crc, topic, reader)
                 next_begin = offset + read
                 memory = int(_TOTAL_PHYSICAL_MEMORY * (limits.access_message_in_memory_max_ratio / 100.0))
                 result.suggest_pulling_from_slave = max_offset_py - max_phy_pulling > memory
@@ -343,8 +362,20 @@ def _is_batch_full(limits: TransferLimits, size: int, max_count: int, buffer_tot
             or count > limits.max_transfer_count_on_message_in_memory - 1)
 
 
-def _pull_units(store, result, units, max_count, limits, max_offset_py, message_filter, check_crc, topic):
-    """The unit loop of getMessage; returns (status, units consumed, last commitlog offset seen)."""
+def _raw_reader(store, offset: int, size: int, check_crc: bool):
+    return read_record_bytes(store, offset, size)
+
+
+def _decoding_reader(store, offset: int, size: int, check_crc: bool):
+    return read_record(store, offset, size, check_crc=check_crc)
+
+
+def _pull_units(store, result, units, max_count, limits, max_offset_py, message_filter, check_crc, topic,
+                reader=None):
+    """The unit loop of getMessage; returns (status, units consumed, last commitlog offset seen).  ``reader``
+    gives a unit's record: :func:`_decoding_reader` (the default) or :func:`_raw_reader` (a raw pull whose
+    filter needs no decoded record: the bytes as stored)."""
+    reader = reader or _decoding_reader
     status = GetMessageStatus.NO_MATCHED_MESSAGE
     memory = int(_TOTAL_PHYSICAL_MEMORY * (limits.access_message_in_memory_max_ratio / 100.0))
     next_phy_file_start = None
@@ -357,7 +388,7 @@ def _pull_units(store, result, units, max_count, limits, max_offset_py, message_
             read += 1
             continue
         in_disk = max_offset_py - offset_py > memory
-        if _is_batch_full(limits, size_py, max_count, result.buffer_total_size, len(result.messages), in_disk):
+        if _is_batch_full(limits, size_py, max_count, result.buffer_total_size, len(result.units), in_disk):
             break
         read += 1
         if tags_code <= _EXT_ADDR_MAX:
@@ -367,7 +398,7 @@ def _pull_units(store, result, units, max_count, limits, max_offset_py, message_
                 status = GetMessageStatus.NO_MATCHED_MESSAGE
             continue
         try:
-            record = read_record(store, offset_py, size_py, check_crc=check_crc)
+            record = reader(store, offset_py, size_py, check_crc)
         except CorruptRecordError as exc:
             log.error("consume queue %s unit %d points at commitlog offset %d (%d bytes), which does not "
                       "hold that record: %s", topic, unit.queue_offset, offset_py, size_py, exc)
@@ -377,7 +408,7 @@ def _pull_units(store, result, units, max_count, limits, max_offset_py, message_
                 status = GetMessageStatus.MESSAGE_WAS_REMOVING
             next_phy_file_start = store.commit_log.roll_next_file(offset_py)
             continue
-        if not _filter_commit_log(message_filter, record):
+        if reader is _decoding_reader and not _filter_commit_log(message_filter, record):
             if result.buffer_total_size == 0:
                 status = GetMessageStatus.NO_MATCHED_MESSAGE
             continue
@@ -409,7 +440,7 @@ def get_commit_log_offset_in_queue(store, topic: str, queue_id: int, queue_offse
     cq = consume_queue_of(store, topic, queue_id)
     if cq is None:
         return 0
-    units = _index_units(cq, queue_offset, 1)
-    return units[0].commit_log_offset if units else 0
+    unit = next(_index_units(cq, queue_offset, 1) or iter(()), None)
+    return unit.commit_log_offset if unit is not None else 0
 
 
