@@ -149,17 +149,18 @@ def drain_case(dist, kind: str, topic: str, args) -> dict:
         return {"load": load, **run_drain(dist, running, topic, args)}
 
 
+def drain_line(res: dict) -> str:
+    """One run as the rounds print it: each phase's figures and the load."""
+    return ", ".join(f"{p} {res[p]['msgs_per_s']:,.0f} msgs/s ({res[p]['cpu_us_per_msg']:.0f} µs CPU/msg, "
+                     f"RSS {res[p]['peak_rss_mib']:.0f} MiB)" for p in PHASES) + f", load {res['load']:.2f}"
+
+
 def drain_rounds(dist, args, rounds: int) -> dict[str, list[dict]]:
-    """Both brokers, ``rounds`` times, taking turns (:func:`broker.turns`); one line per run."""
-    runs: dict[str, list[dict]] = {"java": [], "rmqstore": []}
-    for r in range(rounds):
-        for kind in bench.turns(list(runs), r):
-            res = drain_case(dist, kind, f"DRAIN_{r}_{kind}", args)
-            runs[kind].append(res)
-            print(f"  round {r + 1} {kind:>8}: " + ", ".join(
-                f"{p} {res[p]['msgs_per_s']:,.0f} msgs/s ({res[p]['cpu_us_per_msg']:.0f} µs CPU/msg, "
-                f"RSS {res[p]['peak_rss_mib']:.0f} MiB)" for p in PHASES) + f", load {res['load']:.2f}", flush=True)
-    return runs
+    """Both brokers, ``rounds`` times, taking turns (:func:`broker.alternating_rounds`); one line per run."""
+    runs = bench.alternating_rounds(["java", "rmqstore"], ["drain"], rounds,
+                                    lambda r, _case, kind: drain_case(dist, kind, f"DRAIN_{r}_{kind}", args),
+                                    label=lambda case: case, describe=drain_line)
+    return {kind: by_case["drain"] for kind, by_case in runs.items()}
 
 
 def drain_table(runs: dict[str, list[dict]]) -> dict:

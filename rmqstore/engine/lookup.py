@@ -169,14 +169,9 @@ def read_record_bytes(store, offset: int, size: int) -> bytes | None:
     Checked as much as a pull can afford, as :func:`read_record` would refuse them: its size field says
     ``size``, its magic code is a message's and it says it sits at ``offset``; :class:`CorruptRecordError`
     otherwise.  None when the bytes are not readable (not written yet, file gone)."""
-    held = hold_range(store.commit_log.mapped_file_queue, offset, size)
-    if held is None:
+    data = read_message_bytes(store, offset, size)
+    if data is None:
         return None
-    mf, pos = held
-    try:
-        data = bytes(mf.mapped[pos:pos + size])
-    finally:
-        mf.release()
     total, magic = _HEAD.unpack_from(data) if size >= _HEAD.size else (None, None)
     if magic not in _MESSAGE_MAGICS:
         raise CorruptRecordError("no message's magic code there", offset)

@@ -333,7 +333,8 @@ def get_message(store, group: str, topic: str, queue_id: int, offset: int, max_c
                             topic, offset, min_offset, max_offset)
             else:
                 result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset)
-                reader = _raw_reader if raw and not check_crc and not _reads_commit_log(message_filter) else None
+                raw_only = raw and not check_crc and not _reads_commit_log(message_filter)
+                reader = _raw_reader if raw_only else _decoding_reader
                 status, read, max_phy_pulling = _pull_units(store, result, units, max_count, limits,
                                                             max_offset_py, message_filter, check_crc, topic, reader)
                 next_begin = offset + read
@@ -370,12 +371,10 @@ def _decoding_reader(store, offset: int, size: int, check_crc: bool):
     return read_record(store, offset, size, check_crc=check_crc)
 
 
-def _pull_units(store, result, units, max_count, limits, max_offset_py, message_filter, check_crc, topic,
-                reader=None):
+def _pull_units(store, result, units, max_count, limits, max_offset_py, message_filter, check_crc, topic, reader):
     """The unit loop of getMessage; returns (status, units consumed, last commitlog offset seen).  ``reader``
-    gives a unit's record: :func:`_decoding_reader` (the default) or :func:`_raw_reader` (a raw pull whose
-    filter needs no decoded record: the bytes as stored)."""
-    reader = reader or _decoding_reader
+    gives a unit's record: :func:`_decoding_reader`, or :func:`_raw_reader` (a raw pull whose filter needs no
+    decoded record: the bytes as stored)."""
     status = GetMessageStatus.NO_MATCHED_MESSAGE
     memory = int(_TOTAL_PHYSICAL_MEMORY * (limits.access_message_in_memory_max_ratio / 100.0))
     next_phy_file_start = None
