@@ -148,8 +148,14 @@ def test_topic_status(world, rmq_java, topic):
     assert len(masked.splitlines()) == 1 + (4 if topic == "AdminT" else 18), masked
 
 
+#: consumerProgress's row of the group's (empty) retry queue is there only when the push consumer's first pull of
+#: it came back before AdminTraffic shut the consumer down: a broker holds that pull for the client's 15 s of long
+#: polling, so the row depends on how long each side's traffic ran, not on the broker (seen once on a loaded CI)
+IDLE_RETRY_ROW = Mask((re.compile(r"^%RETRY%CG_admin +broker-a +0 +0 +0 +0 +N/A\n", re.M), lambda m: ""))
+
+
 def test_consumer_progress_of_a_group(world):
-    masked = assert_same(*_timed(world, "consumerProgress", "-g", "CG_admin"), TIMES + RATES)
+    masked = assert_same(*_timed(world, "consumerProgress", "-g", "CG_admin"), IDLE_RETRY_ROW + TIMES + RATES)
     assert "Consume TPS: <rate>" in masked and "Diff Total: 3" in masked, masked
 
 
